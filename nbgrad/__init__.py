@@ -1,0 +1,79 @@
+"""nbgrad: a PyTorch-compatible tensor + autograd library whose kernels are compiled by Numba.
+
+``import nbgrad as torch`` runs code inside the scope of shared/API.md unchanged.
+"""
+from . import _config  # first: chooses NUMBA_CACHE_DIR before numba is imported
+
+__version__ = _config.VERSION
+
+from . import dtypes  # noqa: E402
+from .dtypes import (bool, complex64, complex128, float16, float32, float64, int32,  # noqa: E402,A004
+                     int64, uint8, int8, int16, half, double, long, cfloat, cdouble, finfo,
+                     get_default_dtype, set_default_dtype, promote_types, result_type)
+from .dtypes import dtype  # noqa: E402
+from .dtypes import float as float  # noqa: E402,A004
+from .dtypes import int as int  # noqa: E402,A004
+from .device import device  # noqa: E402
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
+                        is_inference_mode_enabled, no_grad, set_grad_enabled)
+from .random import manual_seed, seed, initial_seed  # noqa: E402
+from ._tensor import Tensor, Size  # noqa: E402
+from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full,  # noqa: E402
+                       full_like, linspace, ones, ones_like, rand, rand_like, randint, randn,
+                       randn_like, scalar_tensor, tensor, zeros, zeros_like)
+from . import _tensor_methods  # noqa: E402,F401  (attaches methods to Tensor)
+from .ops.api import (abs, absolute, add, allclose, ceil, clamp, clamp_max, clamp_min,  # noqa: E402,A004
+                      clip, cos, div, divide, eq, equal, erf, exp, exp2, expm1, floor,
+                      floor_divide, ge, greater, greater_equal, gt, isclose, isfinite, isinf,
+                      isnan, le, lerp, less, less_equal, log, log1p, log2, logical_and,
+                      logical_not, logical_or, logical_xor, lt, masked_fill, maximum, minimum, mul,
+                      multiply, ne, neg, negative, not_equal, pow, reciprocal, relu, remainder,
+                      round, rsqrt, rsub, sigmoid, sign, sin, sqrt, square, sub, subtract, tan,
+                      tanh, true_divide, trunc, where)
+from .ops.reduction import (all, amax, amin, any, argmax, argmin, cumsum, logsumexp,  # noqa: E402,A004
+                            max, mean, min, norm, prod, std, sum, var)
+from .ops.shape import (broadcast_tensors, broadcast_to, cat, chunk, clone, concat,  # noqa: E402
+                        concatenate, flatten, flip, movedim, moveaxis, narrow, permute, reshape,
+                        roll, split, squeeze, stack, swapaxes, swapdims, t, transpose, tril, triu,
+                        unbind, unflatten, unsqueeze)
+from .ops.indexing import (gather, index_select, masked_select, nonzero, scatter,  # noqa: E402
+                           scatter_add)
+from .ops.linalg import bmm, dot, einsum, ger, matmul, mm, mv, outer  # noqa: E402
+from .ops.softmax import log_softmax, softmax  # noqa: E402
+from .ops.registry import REGISTRY  # noqa: E402,F401
+from . import autograd, cuda, utils  # noqa: E402,F401
+from .autograd.anomaly_mode import (is_anomaly_check_nan_enabled,  # noqa: E402,F401
+                                    is_anomaly_enabled)
+
+FloatTensor = DoubleTensor = LongTensor = None  # legacy type names are not provided
+del FloatTensor, DoubleTensor, LongTensor
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def numel(input):
+    return input.numel()
+
+
+def is_floating_point(input):
+    return input.is_floating_point()
+
+
+def is_complex(input):
+    return input.is_complex()
+
+
+def typename(obj):
+    return obj.type() if isinstance(obj, Tensor) else type(obj).__name__
+
+
+def detach(input):
+    return input.detach()
+
+
+def warmup(dtypes=("float32",)):
+    """Compile (or load from the on-disk cache) the kernels a typical run needs."""
+    from ._warmup import warmup as _w
+    return _w(dtypes)

@@ -1,0 +1,11 @@
+"""NOTE [one flag]: the per-op path checks ``TAPS`` once; it is True only while the profiler,
+anomaly mode or saved-tensor hooks need to see every op.  Nobody listening = no extra work."""
+
+TAPS = False
+
+
+def refresh():
+    global TAPS
+    from .autograd.anomaly_mode import STATE as anomaly
+    from .autograd.graph import _saved_hooks
+    TAPS = bool(anomaly.enabled or _saved_hooks.stack)

@@ -1,0 +1,416 @@
+"""class Tensor: storage (a numpy array on CPU), metadata, autograd fields, repr, interop.
+
+Maths lives in ops/; the Tensor methods that call it are attached by _tensor_methods.py.
+NOTE [version counter]: ``_vc`` is a one-element list shared by a tensor, its views and its
+``detach()``; every in-place write does ``_vc[0] += 1``.  ``.data`` gets a fresh counter.
+"""
+import warnings
+
+import numpy as np
+
+from . import dtypes as _dt
+from .autograd.graph import edge, grad_accumulator
+from .device import CPU
+from .grad_mode import STATE
+from .utils.hooks import HookDict, RemovableHandle
+
+__all__ = ["Tensor"]
+
+_NONLEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad field "
+    "to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
+    "access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. See "
+    "github.com/pytorch/pytorch/pull/30531 for more information.")
+
+
+class Tensor:
+    __slots__ = ("_data", "_dtype", "_requires_grad", "grad_fn", "_output_nr", "_grad", "_vc",
+                 "_base", "_accum", "_hooks", "_post_acc_hooks", "_retains_grad", "_inference",
+                 "_is_param", "__weakref__", "__dict__")
+    __array_priority__ = 1000  # numpy defers to our reflected operators
+
+    # -- construction ---------------------------------------------------------------------
+    def __init__(self, data=None, *, dtype=None, requires_grad=False):
+        # Tensor(array) is internal-ish; users call nbgrad.tensor().
+        from .creation import _to_array
+        arr = _to_array(data if data is not None else [], dtype)
+        Tensor._init(self, arr, None, 0, None, None)
+        if requires_grad:
+            self.requires_grad_(True)
+
+    @staticmethod
+    def _init(self, arr, grad_fn, output_nr, vc, base):
+        self._data = arr
+        self._dtype = _dt._FROM_NP[arr.dtype]
+        self._requires_grad = grad_fn is not None
+        self.grad_fn = grad_fn
+        self._output_nr = output_nr
+        self._grad = None
+        self._vc = vc if vc is not None else [0]
+        self._base = base
+        self._accum = None
+        self._hooks = None
+        self._post_acc_hooks = None
+        self._retains_grad = False
+        self._inference = STATE.inference
+        self._is_param = False
+
+    @classmethod
+    def _make(cls, arr, grad_fn=None, output_nr=0, vc=None, base=None):
+        t = object.__new__(cls)
+        Tensor._init(t, arr, grad_fn, output_nr, vc, base)
+        return t
+
+    # -- metadata -------------------------------------------------------------------------
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    def dim(self):
+        return self._data.ndim
+
+    ndimension = dim
+
+    def numel(self):
+        return int(self._data.size)
+
+    nelement = numel
+
+    def element_size(self):
+        return self._dtype.itemsize
+
+    def stride(self, dim=None):
+        isz = self._data.itemsize
+        st = tuple(s // isz for s in self._data.strides)
+        if dim is None:
+            return st
+        return st[_wrap_dim(dim, self._data.ndim)]
+
+    def storage_offset(self):
+        base = self._base._data if self._base is not None else self._data
+        return (self._data.__array_interface__["data"][0]
+                - base.__array_interface__["data"][0]) // self._data.itemsize
+
+    def data_ptr(self):
+        return self._data.__array_interface__["data"][0]
+
+    def is_contiguous(self, memory_format=None):
+        return self._data.flags.c_contiguous
+
+    @property
+    def device(self):
+        return CPU
+
+    @property
+    def is_cuda(self):
+        return False
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    def is_floating_point(self):
+        return self._dtype.category == 2
+
+    def is_complex(self):
+        return self._dtype.category == 3
+
+    def is_inference(self):
+        return self._inference
+
+    def _is_view(self):
+        return self._base is not None
+
+    @property
+    def _version(self):
+        return self._vc[0]
+
+    @property
+    def output_nr(self):
+        return self._output_nr
+
+    # -- autograd fields ------------------------------------------------------------------
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        self.requires_grad_(bool(value))
+
+    def requires_grad_(self, requires_grad=True):
+        if self.grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to use "
+                    "a computed variable in a subgraph that doesn't require differentiation use "
+                    "var_no_grad = var.detach().")
+            return self
+        if requires_grad and self._dtype.category < 2:
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if requires_grad and self._inference and not STATE.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                               "InferenceMode is not allowed.")
+        self._requires_grad = requires_grad
+        return self
+
+    @property
+    def grad(self):
+        if self.grad_fn is not None and not self._retains_grad and self._grad is None:
+            warnings.warn(_NONLEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError("assigned grad expected to be a Tensor or None but got grad of "
+                                "type %s" % type(value).__name__)
+            if value._data.shape != self._data.shape:
+                raise RuntimeError(
+                    "attempting to assign a gradient of size '%s' to a tensor of size '%s'. Please "
+                    "ensure that the gradient and the tensor are the same size"
+                    % (list(value._data.shape), list(self._data.shape)))
+            if value._dtype is not self._dtype:
+                raise RuntimeError(
+                    "attempting to assign a gradient with dtype '%s' to a tensor with grad_dtype "
+                    "'%s'. The gradient must match the tensor's grad_dtype (defaults to the "
+                    "tensor's dtype)." % (_c_name(value._dtype), self._dtype._legacy))
+        self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None
+
+    @property
+    def retains_grad(self):
+        return self._retains_grad
+
+    def retain_grad(self):
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or self._retains_grad:
+            return
+        node = self.grad_fn
+        if node._retain is None:
+            node._retain = {}
+        import weakref
+        node._retain[self._output_nr] = weakref.ref(self)
+        self._retains_grad = True
+
+    def register_hook(self, hook):
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            return self.grad_fn._register_tensor_hook(self._output_nr, hook)
+        if self._hooks is None:
+            self._hooks = HookDict()
+        h = RemovableHandle(self._hooks)
+        self._hooks[h.id] = hook
+        return h
+
+    def register_post_accumulate_grad_hook(self, hook):
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                               "tensors")
+        if self._post_acc_hooks is None:
+            self._post_acc_hooks = HookDict()
+        h = RemovableHandle(self._post_acc_hooks)
+        self._post_acc_hooks[h.id] = hook
+        return h
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        from .autograd import backward
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def detach(self):
+        t = Tensor._make(self._data, vc=self._vc, base=self._base)
+        return t
+
+    def detach_(self):
+        if self._base is not None and self.grad_fn is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self.grad_fn = None
+        self._requires_grad = False
+        return self
+
+    @property
+    def data(self):
+        return Tensor._make(self._data)
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, Tensor):
+            raise TypeError("data must be a Tensor")
+        self._data = value._data
+        self._dtype = value._dtype
+
+    def _edge(self):
+        return edge(self)
+
+    def _grad_accumulator(self):
+        return grad_accumulator(self)
+
+    # -- interop --------------------------------------------------------------------------
+    def numpy(self, *, force=False):
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        if dtype is None:
+            return self._data
+        return self._data.astype(dtype)
+
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError("a Tensor with %d elements cannot be converted to Scalar"
+                               % self._data.size)
+        return self._data.reshape(()).item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def _scalar_check(self, what):
+        if self._data.size != 1:
+            raise RuntimeError("%s a Tensor with %d elements cannot be converted to Scalar"
+                               % (what, self._data.size) if False else
+                               "a Tensor with %d elements cannot be converted to Scalar"
+                               % self._data.size)
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self._data.reshape(()).item())
+
+    def __float__(self):
+        self._scalar_check("float")
+        return float(self._data.reshape(()).item().real if self.is_complex() else
+                     self._data.reshape(()).item())
+
+    def __int__(self):
+        self._scalar_check("int")
+        return int(self._data.reshape(()).item())
+
+    def __index__(self):
+        if self._dtype.category != 1 or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self._data.reshape(()).item())
+
+    def __complex__(self):
+        self._scalar_check("complex")
+        return complex(self._data.reshape(()).item())
+
+    def __hash__(self):
+        return id(self)
+
+    def __reduce_ex__(self, proto):
+        raise TypeError("nbgrad tensors are not pickled; use nbgrad.save")
+
+    def __deepcopy__(self, memo):
+        if self.grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
+                               "support the deepcopy protocol at the moment.")
+        t = type(self)._make(self._data.copy())
+        t._requires_grad = self._requires_grad
+        if self._grad is not None:
+            t._grad = self._grad.__deepcopy__(memo)
+        memo[id(self)] = t
+        return t
+
+    def __repr__(self, *, tensor_contents=None):
+        from ._repr import tensor_repr
+        return tensor_repr(self)
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        if self._data.ndim == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+
+class Size(tuple):
+    """``tensor.shape``: a tuple that prints like PyTorch's ``torch.Size([2, 3])``."""
+
+    def __repr__(self):
+        return "torch.Size(%s)" % list(self)
+
+    __str__ = __repr__
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+def _wrap_dim(dim, ndim):
+    n = ndim if ndim > 0 else 1
+    if not -n <= dim < n:
+        raise IndexError("Dimension out of range (expected to be in range of [%d, %d], but got "
+                         "%d)" % (-n, n - 1, dim))
+    return dim + n if dim < 0 else dim
+
+
+def _c_name(d):
+    return {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int",
+            "int32": "int", "bool": "bool"}.get(d.name, d.name)
+
+
+def version_error(saved, node):
+    """PyTorch's "modified by an inplace operation" error for a saved tensor."""
+    from .autograd.anomaly_mode import is_anomaly_enabled
+    shape = list(saved.data.shape) if saved.data is not None else []
+    dt = _dt._FROM_NP[saved.data.dtype]._legacy if saved.data is not None else "Float"
+    if saved.is_output:
+        producer = node
+        nr = 0
+    else:
+        t = saved.tensor
+        producer = t.grad_fn if t is not None else None
+        nr = t._output_nr if t is not None else 0
+    where = ""
+    if producer is not None:
+        name = producer.name()
+        if not name.startswith("torch::"):
+            import re
+            name = re.sub(r"Backward\d*$", "", name)
+        where = ", which is output %d of %s," % (nr, name)
+    hint = ("Hint: the backtrace further above shows the operation that failed to compute its "
+            "gradient. The variable in question was changed in there or anywhere later. Good luck!"
+            if is_anomaly_enabled() else
+            "Hint: enable anomaly detection to find the operation that failed to compute its "
+            "gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+    return RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        "operation: [torch.%sTensor %s]%s is at version %d; expected version %d instead. %s"
+        % (dt, shape, where, saved.vc[0], saved.version, hint))

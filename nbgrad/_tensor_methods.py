@@ -1,0 +1,339 @@
+"""Attach op methods, in-place variants and operators to Tensor (generated from the ops).
+
+Kept out of _tensor.py so the class file stays about storage and autograd fields.
+"""
+import numbers
+
+import numpy as np
+
+from . import creation
+from . import dtypes as _dt
+from . import random as _random
+from ._tensor import Tensor
+from .device import as_device, check_device
+from .ops import api, indexing, linalg, reduction, shape, softmax
+from .ops.api import check_inplace, inplace
+from .ops.dispatch import result
+
+_make = Tensor._make
+
+_METHODS = {
+    api: """neg negative exp exp2 log log2 log1p expm1 sqrt rsqrt sin cos tan tanh sigmoid relu abs
+        absolute sign reciprocal erf floor ceil trunc round add sub subtract mul multiply div divide
+        true_divide pow square clamp clip clamp_min clamp_max maximum minimum remainder lerp
+        masked_fill eq ne lt le gt ge greater greater_equal less less_equal not_equal logical_and
+        logical_or logical_xor logical_not isnan isinf isfinite floor_divide equal allclose
+        isclose""",
+    reduction: "sum mean prod amax amin max min argmax argmin var std norm logsumexp cumsum all any",
+    shape: """view reshape flatten unflatten squeeze unsqueeze transpose swapaxes swapdims permute t
+        expand expand_as broadcast_to split chunk unbind flip roll narrow tril triu clone contiguous
+        repeat sum_to_size movedim moveaxis""",
+    indexing: "gather scatter scatter_add index_select nonzero masked_select",
+    linalg: "matmul mm bmm dot mv outer ger",
+    softmax: "softmax log_softmax",
+}
+for _mod, _names in _METHODS.items():
+    for _n in _names.split():
+        setattr(Tensor, _n, getattr(_mod, _n))
+
+# In-place variants: compute out of place, write back, rewire history (ops.api.inplace).
+_INPLACE = """neg exp exp2 log log2 log1p expm1 sqrt rsqrt sin cos tan tanh sigmoid relu abs sign
+    reciprocal erf floor ceil trunc round add sub mul div true_divide pow square clamp clip
+    clamp_min clamp_max remainder lerp masked_fill eq ne lt le gt ge logical_and logical_or
+    logical_not floor_divide tril triu scatter scatter_add"""
+
+
+def _make_inplace(fn):
+    def method(self, *args, **kwargs):
+        return inplace(self, fn, *args, **kwargs)
+    method.__name__ = fn.__name__ + "_"
+    return method
+
+
+for _n in _INPLACE.split():
+    _src = getattr(api, _n, None) or getattr(shape, _n, None) or getattr(indexing, _n)
+    setattr(Tensor, _n + "_", _make_inplace(_src))
+
+
+def where(self, condition, other):
+    return api.where(condition, self, other)
+
+
+Tensor.where = where
+
+
+def _operand(o):
+    if isinstance(o, (Tensor, numbers.Number)):
+        return o
+    if isinstance(o, np.generic):
+        return o.item()
+    return NotImplemented
+
+
+def _binop(fn, reflected=False):
+    def op(self, other):
+        other = _operand(other)
+        if other is NotImplemented:
+            return NotImplemented
+        return fn(other, self) if reflected else fn(self, other)
+    return op
+
+
+def _rtruediv(self, other):
+    other = _operand(other)
+    if other is NotImplemented:
+        return NotImplemented
+    return api.mul(api.reciprocal(self), other) if isinstance(other, numbers.Number) and \
+        self._dtype.category >= 2 else api.div(other, self)
+
+
+def _rfloordiv(self, other):
+    return api.floor_divide(creation.tensor(other, dtype=self._dtype if isinstance(
+        other, int) else None), self)
+
+
+def _rmod(self, other):
+    return api.remainder(creation.tensor(other), self)
+
+
+def _check_bool(self, other, name):
+    if self._dtype.category > 1 or (isinstance(other, Tensor) and other._dtype.category > 1):
+        raise RuntimeError('"%s_cpu" not implemented for \'%s\'' % (name, self._dtype._legacy))
+
+
+def _and(self, other):
+    _check_bool(self, other, "bitwise_and")
+    o = other._data if isinstance(other, Tensor) else other
+    return _make(np.asarray(np.bitwise_and(self._data, o)))
+
+
+def _or(self, other):
+    _check_bool(self, other, "bitwise_or")
+    o = other._data if isinstance(other, Tensor) else other
+    return _make(np.asarray(np.bitwise_or(self._data, o)))
+
+
+def _xor(self, other):
+    _check_bool(self, other, "bitwise_xor")
+    o = other._data if isinstance(other, Tensor) else other
+    return _make(np.asarray(np.bitwise_xor(self._data, o)))
+
+
+def _invert(self):
+    if self._dtype.category > 1:
+        raise RuntimeError("bitwise_not is only supported for integer and boolean tensors")
+    return _make(np.asarray(np.invert(self._data)))
+
+
+def _inplace_op(fn):
+    def op(self, other):
+        other = _operand(other)
+        if other is NotImplemented:
+            return NotImplemented
+        return inplace(self, fn, other)
+    return op
+
+
+_OPS = {
+    "__add__": _binop(api.add), "__radd__": _binop(api.add),
+    "__sub__": _binop(api.sub), "__rsub__": lambda s, o: api.rsub(s, o) if _operand(o)
+    is not NotImplemented else NotImplemented,
+    "__mul__": _binop(api.mul), "__rmul__": _binop(api.mul),
+    "__truediv__": _binop(api.div), "__rtruediv__": _rtruediv,
+    "__floordiv__": _binop(api.floor_divide), "__rfloordiv__": _rfloordiv,
+    "__mod__": _binop(api.remainder), "__rmod__": _rmod,
+    "__pow__": _binop(api.pow), "__rpow__": _binop(api.pow, reflected=True),
+    "__matmul__": lambda s, o: linalg.matmul(s, o) if isinstance(o, Tensor) else NotImplemented,
+    "__rmatmul__": lambda s, o: linalg.matmul(o, s) if isinstance(o, Tensor) else NotImplemented,
+    "__neg__": api.neg, "__pos__": lambda s: s, "__abs__": api.abs, "__invert__": _invert,
+    "__lt__": _binop(api.lt), "__le__": _binop(api.le), "__gt__": _binop(api.gt),
+    "__ge__": _binop(api.ge),
+    "__eq__": lambda s, o: api.eq(s, o) if _operand(o) is not NotImplemented else False,
+    "__ne__": lambda s, o: api.ne(s, o) if _operand(o) is not NotImplemented else True,
+    "__and__": _and, "__rand__": _and, "__or__": _or, "__ror__": _or, "__xor__": _xor,
+    "__rxor__": _xor,
+    "__iadd__": _inplace_op(api.add), "__isub__": _inplace_op(api.sub),
+    "__imul__": _inplace_op(api.mul), "__itruediv__": _inplace_op(api.div),
+    "__ipow__": _inplace_op(api.pow), "__ifloordiv__": _inplace_op(api.floor_divide),
+    "__imod__": _inplace_op(api.remainder),
+    "__getitem__": indexing.getitem, "__setitem__": indexing.setitem,
+}
+for _n, _f in _OPS.items():
+    setattr(Tensor, _n, _f)
+Tensor.__hash__ = lambda self: id(self)
+
+
+# -- properties ------------------------------------------------------------------------------
+
+def _T(self):
+    if self._data.ndim <= 2:
+        return shape.t(self) if self._data.ndim == 2 else self
+    return shape.permute(self, *range(self._data.ndim - 1, -1, -1))
+
+
+def _mT(self):
+    if self._data.ndim < 2:
+        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got "
+                           "%d-D tensor." % self._data.ndim)
+    return shape.transpose(self, -2, -1)
+
+
+Tensor.T = property(_T)
+Tensor.mT = property(_mT)
+
+
+# -- conversion ------------------------------------------------------------------------------
+
+def to(self, *args, **kwargs):
+    dtype = kwargs.pop("dtype", None)
+    device = kwargs.pop("device", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype = a._dtype
+        elif isinstance(a, (_dt.dtype, type)) or (isinstance(a, str) and a.replace(
+                "torch.", "") in _dt._NAMES):
+            dtype = a
+        elif a is not None:
+            device = a
+    if device is not None:
+        check_device(as_device(device))
+    if dtype is None:
+        return self.clone() if copy else self
+    return shape.to_dtype(self, dtype, copy)
+
+
+Tensor.to = to
+Tensor.float = lambda self: to(self, _dt.float32)
+Tensor.double = lambda self: to(self, _dt.float64)
+Tensor.half = lambda self: to(self, _dt.float16)
+Tensor.int = lambda self: to(self, _dt.int32)
+Tensor.long = lambda self: to(self, _dt.int64)
+Tensor.bool = lambda self: to(self, _dt.bool)
+Tensor.cpu = lambda self: self
+
+
+def cuda(self, device=None, non_blocking=False):
+    check_device(as_device(device if device is not None else "cuda"))
+    return self  # pragma: no cover - check_device raises until CUDA tensors exist
+
+
+Tensor.cuda = cuda
+
+
+def type_(self, dtype=None, non_blocking=False):
+    if dtype is None:
+        return "torch.%sTensor" % self._dtype._legacy
+    if isinstance(dtype, str) and dtype.endswith("Tensor"):
+        name = dtype.split(".")[-1][:-6]
+        for d in _dt.ALL:
+            if d._legacy == name:
+                return to(self, d)
+    return to(self, dtype)
+
+
+Tensor.type = type_
+Tensor.type_as = lambda self, other: to(self, other._dtype)
+Tensor.view_as = lambda self, other: shape.view(self, *other._data.shape)
+Tensor.reshape_as = lambda self, other: shape.reshape(self, *other._data.shape)
+
+
+def _new(fn):
+    def method(self, *size, dtype=None, device=None, requires_grad=False, **kw):
+        return fn(*size, dtype=dtype or self._dtype, device=device, requires_grad=requires_grad)
+    return method
+
+
+Tensor.new_zeros = _new(creation.zeros)
+Tensor.new_ones = _new(creation.ones)
+Tensor.new_empty = _new(creation.empty)
+
+
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return creation.full(size, fill_value, dtype=dtype or self._dtype, requires_grad=requires_grad)
+
+
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+    return creation.tensor(data, dtype=dtype or self._dtype, requires_grad=requires_grad)
+
+
+Tensor.new_full = new_full
+Tensor.new_tensor = new_tensor
+
+
+# -- in-place fills and copies ---------------------------------------------------------------
+
+def _fill_vjp(node, grads):
+    return (api.mul(grads[0], 0),) if node.next_functions[0][0] is not None else (None,)
+
+
+def _filled(self, value, name):
+    return result(np.full(self._data.shape, value, self._data.dtype), name, (self,), _fill_vjp)
+
+
+def zero_(self):
+    return inplace(self, _filled, 0, "ZeroBackward0")
+
+
+def fill_(self, value):
+    if isinstance(value, Tensor):
+        if value._data.ndim:
+            raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor with "
+                               "%d dimensions." % value._data.ndim)
+        value = value.item()
+    return inplace(self, _filled, value, "FillBackward0")
+
+
+def _copy_vjp(node, grads):
+    g = grads[0]
+    gs = None
+    if node.next_functions[1][0] is not None:
+        gs = g
+    gself = api.mul(g, 0) if node.next_functions[0][0] is not None else None
+    return (gself, gs)
+
+
+def _copied(self, src):
+    if not isinstance(src, Tensor):
+        raise TypeError("copy_(): argument 'src' must be Tensor, not %s" % type(src).__name__)
+    try:
+        arr = np.broadcast_to(src._data, self._data.shape).astype(self._data.dtype)
+    except ValueError:
+        raise RuntimeError("The size of tensor a (%s) must match the size of tensor b (%s) at "
+                           "non-singleton dimension" % (list(self._data.shape),
+                                                        list(src._data.shape))) from None
+    return result(np.array(arr), "CopyBackwards", (self, src), _copy_vjp)
+
+
+def copy_(self, src, non_blocking=False):
+    return inplace(self, _copied, src)
+
+
+def _random_fill(self, arr):
+    check_inplace(self)
+    self._data[...] = arr
+    self._vc[0] += 1
+    return self
+
+
+def uniform_(self, a=0.0, b=1.0, *, generator=None):
+    r = _random.rng(generator).uniform(a, b, self._data.shape)
+    return _random_fill(self, r)
+
+
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    r = _random.rng(generator).normal(mean, std, self._data.shape)
+    return _random_fill(self, r)
+
+
+def bernoulli_(self, p=0.5, *, generator=None):
+    return _random_fill(self, _random.rng(generator).random(self._data.shape) < p)
+
+
+Tensor.zero_ = zero_
+Tensor.fill_ = fill_
+Tensor.copy_ = copy_
+Tensor.uniform_ = uniform_
+Tensor.normal_ = normal_
+Tensor.bernoulli_ = bernoulli_

@@ -1,0 +1,145 @@
+"""``nbgrad.autograd``: backward, grad and the graph API."""
+import warnings
+
+from . import graph  # noqa: F401
+from .anomaly_mode import (detect_anomaly, is_anomaly_check_nan_enabled,  # noqa: F401
+                           is_anomaly_enabled, set_detect_anomaly)
+from .engine import run_backward
+from .graph import edge
+
+__all__ = ["backward", "grad", "detect_anomaly", "set_detect_anomaly", "graph"]
+
+
+def _tensor_list(x):
+    from .._tensor import Tensor
+    if isinstance(x, Tensor):
+        return [x]
+    if x is None:
+        return []
+    return list(x)
+
+
+def _make_grads(outputs, grads, is_grad_api):
+    from .. import creation
+    from .._tensor import Tensor
+    if len(grads) != len(outputs):
+        raise RuntimeError("grad can be implicitly created only for scalar outputs"
+                           if not grads else
+                           "got %d tensors and %d gradients" % (len(outputs), len(grads)))
+    result = []
+    for i, (out, g) in enumerate(zip(outputs, grads)):
+        if g is None:
+            if out._requires_grad:
+                if out._data.size != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                if out._dtype.category < 2:
+                    raise RuntimeError("grad can be implicitly created only for real scalar "
+                                       "outputs but got %s" % out._dtype)
+            result.append(creation.ones_like(out))
+        else:
+            if not isinstance(g, Tensor):
+                raise TypeError("gradients can be either Tensors or None, but got %s"
+                                % type(g).__name__)
+            if g._data.shape != out._data.shape:
+                from .._tensor import Size
+                raise RuntimeError(
+                    "Mismatch in shape: grad_output[%d] has a shape of %r and output[%d] has a "
+                    "shape of %r." % (i, Size(g._data.shape), i, Size(out._data.shape)))
+            result.append(g)
+    return result
+
+
+def _roots(outputs):
+    roots = []
+    for i, t in enumerate(outputs):
+        e = edge(t)
+        if e[0] is None:
+            raise RuntimeError("element %d of tensors does not require grad and does not have a "
+                               "grad_fn" % i)
+        roots.append(e)
+    return roots
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             grad_variables=None, inputs=None):
+    """Accumulate gradients of ``tensors`` into the ``.grad`` of leaves (or of ``inputs``)."""
+    if grad_variables is not None:
+        warnings.warn("'grad_variables' is deprecated. Use 'grad_tensors' instead.",
+                      FutureWarning, stacklevel=2)
+        grad_tensors = grad_variables
+    outputs = _tensor_list(tensors)
+    if inputs is not None:
+        inputs = _tensor_list(inputs)
+        if not inputs:
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    grads = _tensor_list(grad_tensors) if grad_tensors is not None else [None] * len(outputs)
+    grads = _make_grads(outputs, grads, False)
+    if retain_graph is None:
+        retain_graph = create_graph
+    if create_graph:
+        warnings.warn(
+            "Using backward() with create_graph=True will create a reference cycle between the "
+            "parameter and its gradient which can cause a memory leak. We recommend using "
+            "autograd.grad when creating the graph to avoid this. If you have to use this "
+            "function, make sure to reset the .grad fields of your parameters to None after use "
+            "to break the cycle and avoid the leak.", UserWarning, stacklevel=2)
+    roots = _roots(outputs)
+    if inputs is not None:
+        for t in inputs:
+            if not t._requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+        captured = run_backward(roots, grads, retain_graph, create_graph, inputs, True)
+        for t, g in zip(inputs, captured):
+            if t.grad_fn is not None and g is not None:   # non-leaf inputs get .grad too
+                if t._grad is None:
+                    t._grad = g if create_graph else g.detach()
+                else:
+                    t._grad = t._grad + g
+    else:
+        run_backward(roots, grads, retain_graph, create_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """Return the gradients of ``outputs`` with respect to ``inputs`` (never touches ``.grad``)."""
+    from .. import creation
+    from .._tensor import Tensor
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads="
+                         "True, but got: allow_unused=False.")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). "
+                      "To accumulate gradient for other parts of the graph, please use "
+                      "torch.autograd.backward.", FutureWarning, stacklevel=2)
+    if is_grads_batched:
+        raise RuntimeError("is_grads_batched=True is not supported by nbgrad yet")
+    single = isinstance(inputs, Tensor)
+    outs = _tensor_list(outputs)
+    ins = _tensor_list(inputs)
+    for t in ins:
+        if not isinstance(t, Tensor):
+            raise TypeError("grad(): inputs must be Tensors, got %s" % type(t).__name__)
+        if not t._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    gos = _tensor_list(grad_outputs) if grad_outputs is not None else [None] * len(outs)
+    gos = _make_grads(outs, gos, True)
+    if retain_graph is None:
+        retain_graph = create_graph
+    captured = run_backward(_roots(outs), gos, retain_graph, create_graph, ins, False)
+    result = []
+    for i, (t, g) in enumerate(zip(ins, captured)):
+        if g is None:
+            if materialize_grads:
+                g = creation.zeros_like(t)
+            elif not allow_unused:
+                raise RuntimeError(
+                    "The differentiated Tensor at index %d appears to not have been used in the "
+                    "graph. Set allow_unused=True if this is the desired behavior." % i
+                    if len(ins) > 1 or True else "")
+        elif not create_graph and g._requires_grad:
+            g = g.detach()
+        result.append(g)
+    del single
+    return tuple(result)

@@ -1,0 +1,320 @@
+"""The backward scheduler: PyTorch's single-device order in one Python loop.
+
+NOTE [ready order]: dependencies are counted from the roots (iteratively: a 100,000-node chain
+must work); a node becomes ready when all its incoming gradients have arrived; among ready nodes
+the highest sequence number (the most recently created) runs first, and AccumulateGrad has an
+infinite one so a leaf accumulates as soon as it can.  This reproduces PyTorch's hook order.
+
+NOTE [hook order] for one node (SEMANTICS.md section 4):
+  tensor hooks of the tensors it produced (per output slot, registration order)
+  -> retain_grad capture -> (autograd.grad / inputs= capture) -> node pre-hooks
+  -> node body (AccumulateGrad: accumulate, then post-accumulate hooks) -> node post-hooks.
+The engine knows nothing about particular ops: it calls ``node.apply`` and reduces each returned
+gradient to the input's shape and dtype in one place (``_fit``).
+"""
+import heapq
+import itertools
+import traceback
+import warnings
+
+import numpy as np
+
+from .. import grad_mode
+from .anomaly_mode import STATE as ANOMALY
+from .graph import AccumulateGrad
+
+
+def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate=True):
+    """roots: [(node, output_nr)], grads: matching Tensors.  inputs: [Tensor] or None.
+
+    Returns the captured gradients for ``inputs`` when ``accumulate`` is False (autograd.grad).
+    """
+    deps = _count_dependencies({n for n, _ in roots})
+    buffers = {}
+    for (node, nr), g in zip(roots, grads):
+        _add(buffers, node, nr, g)
+
+    captures = None   # node -> [(output_nr, input index)]
+    execute = None    # None = run every node
+    if inputs is not None:
+        captures, execute = _plan(inputs, deps, {n for n, _ in roots}, accumulate)
+    captured = [None] * (len(inputs) if inputs is not None else 0)
+
+    ready, tick = [], itertools.count()
+    for node in {n for n, _ in roots}:
+        if deps.get(node, 0) == 0:
+            heapq.heappush(ready, (-node._seq, next(tick), node))
+
+    prev = grad_mode.STATE.enabled
+    grad_mode.STATE.enabled = create_graph
+    try:
+        while ready:
+            node = heapq.heappop(ready)[2]
+            slots = buffers.pop(node, None)
+            outs = None
+            if slots is not None and (execute is None or node in execute
+                                      or (captures is not None and node in captures)):
+                outs = _run_node(node, slots, keep_graph, create_graph, captures, captured,
+                                 execute)
+            for i, (child, nr) in enumerate(node.next_functions):
+                if child is None:
+                    continue
+                if outs is not None:
+                    g = outs[i]
+                    if g is not None:
+                        _add(buffers, child, nr, g)
+                left = deps[child] - 1
+                deps[child] = left
+                if left == 0:
+                    heapq.heappush(ready, (-child._seq, next(tick), child))
+    finally:
+        grad_mode.STATE.enabled = prev
+    return captured
+
+
+def _run_node(node, slots, keep_graph, create_graph, captures, captured, execute):
+    grads = tuple(slots.get(i) for i in range(_num_outputs(node)))
+    if node._tensor_hooks is not None or node._retain is not None or (
+            type(node) is AccumulateGrad and node.variable._hooks):
+        grads = _tensor_hooks(node, grads)
+    if captures is not None and node in captures:
+        for nr, idx in captures[node]:
+            g = grads[nr] if nr < len(grads) else None
+            if g is not None:
+                captured[idx] = g if captured[idx] is None else captured[idx] + g
+        if execute is not None and node not in execute:
+            return None
+    if node._pre_hooks:
+        for hook in list(node._pre_hooks.values()):
+            r = hook(grads)
+            if r is not None:
+                grads = _check_hook_tuple(hook, r, len(grads), "prehook")
+    if all(g is None for g in grads):
+        return None
+    if ANOMALY.enabled:
+        outs = _apply_anomalous(node, grads)
+    else:
+        outs = node.apply(grads)
+    outs = _fit(node, outs)
+    if node._post_hooks:
+        for hook in list(node._post_hooks.values()):
+            r = hook(outs, grads)
+            if r is not None:
+                outs = _check_hook_tuple(hook, r, len(outs), "hook")
+    if not keep_graph:
+        node.release()
+    return outs
+
+
+def _num_outputs(node):
+    return getattr(node, "_nout", 1)
+
+
+def _add(buffers, node, nr, g):
+    slots = buffers.get(node)
+    if slots is None:
+        buffers[node] = {nr: g}
+    elif nr in slots:
+        slots[nr] = slots[nr] + g
+    else:
+        slots[nr] = g
+
+
+def _count_dependencies(root_nodes):
+    deps = {}
+    seen = set(root_nodes)
+    stack = list(root_nodes)
+    while stack:
+        for child, _ in stack.pop().next_functions:
+            if child is None:
+                continue
+            deps[child] = deps.get(child, 0) + 1
+            if child not in seen:
+                seen.add(child)
+                stack.append(child)
+    return deps
+
+
+def _plan(inputs, deps, root_nodes, accumulate):
+    """Which nodes run and where gradients are captured, for ``inputs=`` (PyTorch's exec_info)."""
+    from .graph import grad_accumulator
+    captures, targets = {}, set()
+    for idx, t in enumerate(inputs):
+        if t.grad_fn is None:
+            node = grad_accumulator(t)
+            if accumulate:
+                targets.add(node)
+                continue
+            captures.setdefault(node, []).append((0, idx))
+        else:
+            captures.setdefault(t.grad_fn, []).append((t._output_nr, idx))
+    # Kahn order from the roots, then decide children before parents.
+    pending = dict(deps)
+    order, stack = [], [n for n in root_nodes if pending.get(n, 0) == 0]
+    while stack:
+        n = stack.pop()
+        order.append(n)
+        for child, _ in n.next_functions:
+            if child is not None:
+                pending[child] -= 1
+                if pending[child] == 0:
+                    stack.append(child)
+    useful, execute = set(), set()
+    for n in reversed(order):
+        child_useful = any(c in useful for c, _ in n.next_functions if c is not None)
+        if n in targets or child_useful:
+            execute.add(n)
+            useful.add(n)
+        elif n in captures:
+            useful.add(n)
+    return captures, execute
+
+
+def _tensor_hooks(node, grads):
+    grads = list(grads)
+    if type(node) is AccumulateGrad:
+        hooks = node.variable._hooks
+        per_slot = {0: hooks} if hooks else {}
+    else:
+        per_slot = node._tensor_hooks or {}
+    for nr, hooks in per_slot.items():
+        g = grads[nr]
+        if g is None:
+            continue
+        for hook in list(hooks.values()):  # snapshot: see SEMANTICS.md section 1 (removal)
+            r = hook(g)
+            if r is not None:
+                g = _check_tensor_hook(hook, r, g)
+        grads[nr] = g
+    if node._retain is not None:
+        for nr, ref in node._retain.items():
+            t = ref()
+            g = grads[nr]
+            if t is None or g is None:
+                continue
+            if t._grad is None:
+                t._grad = g.detach().clone() if not grad_mode.STATE.enabled else g.clone()
+            else:
+                t._grad = t._grad + g
+    return tuple(grads)
+
+
+def _hook_name(hook):
+    return getattr(hook, "__name__", type(hook).__name__)
+
+
+def _check_tensor_hook(hook, r, g):
+    from .._tensor import Tensor
+    if not isinstance(r, Tensor):
+        raise TypeError("expected Variable, but hook returned '%s'" % type(r).__name__)
+    if r._data.shape != g._data.shape:
+        raise RuntimeError("hook '%s' has changed the size of value" % _hook_name(hook))
+    if r._dtype is not g._dtype:
+        raise RuntimeError("hook '%s' has changed the type of value (was torch.%sTensor got "
+                           "torch.%sTensor)" % (_hook_name(hook), g._dtype._legacy,
+                                                r._dtype._legacy))
+    return r
+
+
+def _check_hook_tuple(hook, r, n, kind):
+    if not isinstance(r, (tuple, list)):
+        raise TypeError("expected tuple, but hook returned '%s'" % type(r).__name__)
+    if len(r) != n:
+        raise RuntimeError("hook '%s' has returned an incorrect number of values (got %d, but "
+                           "expected %d)" % (_hook_name(hook), len(r), n))
+    return tuple(r)
+
+
+def _fit(node, outs):
+    """Reduce/cast each gradient to its input's shape and dtype (the one central place)."""
+    meta = node._in_meta
+    if len(outs) != len(meta):
+        raise RuntimeError("function %s returned an incorrect number of gradients (expected %d, "
+                           "got %d)" % (node.name(), len(meta), len(outs)))
+    fixed = None
+    for i, g in enumerate(outs):
+        if g is None:
+            continue
+        shape, dtype = meta[i]
+        gs = g._data.shape
+        if gs != shape or g._dtype is not dtype:
+            if fixed is None:
+                fixed = list(outs)
+            if gs != shape:
+                if not _expandable(shape, gs):
+                    raise RuntimeError(
+                        "Function %s returned an invalid gradient at index %d - got %s but "
+                        "expected shape compatible with %s" % (node.name(), i, list(gs),
+                                                               list(shape)))
+                g = g.sum_to_size(shape)
+            if g._dtype is not dtype and dtype.category >= 2:
+                g = g.to(dtype)
+            fixed[i] = g
+    return outs if fixed is None else tuple(fixed)
+
+
+def _expandable(shape, grad_shape):
+    """True when ``shape`` broadcasts to ``grad_shape`` (so grad can be summed back)."""
+    if len(shape) > len(grad_shape):
+        return all(s == 1 for s in shape[:len(shape) - len(grad_shape)]) and _expandable(
+            shape[len(shape) - len(grad_shape):], grad_shape)
+    off = len(grad_shape) - len(shape)
+    return all(s == 1 or s == grad_shape[off + i] for i, s in enumerate(shape))
+
+
+def _apply_anomalous(node, grads):
+    try:
+        outs = node.apply(grads)
+        if ANOMALY.check_nan:
+            for i, g in enumerate(outs):
+                if g is not None and g._dtype.category >= 2 and np.isnan(g._data).any():
+                    raise RuntimeError("Function '%s' returned nan values in its %dth output."
+                                       % (node.name(), i))
+        return outs
+    except Exception:
+        if node._trace is not None:
+            warnings.warn("Error detected in %s. Traceback of forward call that caused the "
+                          "error:\n%s" % (node.name(), "".join(traceback.format_list(node._trace))),
+                          UserWarning, stacklevel=4)
+        raise
+
+
+def accumulate_into_leaf(var, g):
+    """AccumulateGrad's body: update ``.grad`` (layout rules of SEMANTICS.md section 7), then
+    run post-accumulate hooks."""
+    old = var._grad
+    if old is None:
+        if grad_mode.STATE.enabled:      # create_graph: keep the graph of the gradient
+            var._grad = g.clone() if g.grad_fn is not None else g.detach().clone()
+        else:
+            arr = np.empty_like(var._data) if _dense(var._data) else np.empty(var._data.shape,
+                                                                             var._data.dtype)
+            np.copyto(arr, g._data, casting="unsafe")
+            from .._tensor import Tensor
+            var._grad = Tensor._make(arr)
+    elif grad_mode.STATE.enabled:
+        var._grad = old + g
+    else:
+        np.add(old._data, g._data, out=old._data, casting="unsafe")
+        old._vc[0] += 1
+    if var._post_acc_hooks:
+        for hook in list(var._post_acc_hooks.values()):
+            r = hook(var)
+            if r is not None:
+                from .._tensor import Tensor
+                if isinstance(r, Tensor):
+                    raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+                raise TypeError("expected Variable, but hook returned '%s'" % type(r).__name__)
+
+
+def _dense(a):
+    """Dense and non-overlapping: a permutation of a contiguous layout (empty_like keeps it)."""
+    if a.flags.c_contiguous or a.flags.f_contiguous:
+        return True
+    pairs = sorted((abs(s), n) for s, n in zip(a.strides, a.shape) if n != 1)
+    expected = a.itemsize
+    for s, n in pairs:
+        if s != expected:
+            return False
+        expected *= n
+    return True

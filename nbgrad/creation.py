@@ -1,0 +1,258 @@
+"""Creation functions: tensor, as_tensor, from_numpy, zeros/ones/full/empty(+_like), rand*,
+arange, linspace, eye."""
+import builtins
+import numbers
+
+import numpy as np
+
+from . import dtypes as _dt
+from . import random as _random
+from ._tensor import Tensor
+from .device import check_device
+
+__all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like",
+           "ones_like", "full_like", "empty_like", "rand", "randn", "randint", "rand_like",
+           "randn_like", "arange", "linspace", "eye", "scalar_tensor"]
+
+
+def _infer_dtype(data):
+    """PyTorch's inference for nested Python data: bool < int64 < default float < complex."""
+    kind = 0
+    stack = [data]
+    while stack:
+        d = stack.pop()
+        if isinstance(d, Tensor):
+            return None
+        if isinstance(d, (list, tuple)):
+            stack.extend(d)
+        elif isinstance(d, (bool, np.bool_)):
+            kind = max(kind, 0)
+        elif isinstance(d, (numbers.Integral,)):
+            kind = max(kind, 1)
+        elif isinstance(d, numbers.Real):
+            kind = max(kind, 2)
+        elif isinstance(d, numbers.Complex):
+            kind = max(kind, 3)
+        else:
+            raise TypeError("Could not infer dtype of %s" % type(d).__name__)
+    return [_dt.bool, _dt.int64, _dt._default[0], _dt._default[0].to_complex()][kind]
+
+
+def _to_array(data, dtype=None):
+    dtype = _dt.as_dtype(dtype)
+    if isinstance(data, Tensor):
+        arr = data._data
+    elif isinstance(data, np.ndarray):
+        arr = data
+    elif isinstance(data, np.generic):
+        arr = np.asarray(data)
+    else:
+        inferred = _infer_dtype(data)
+        if inferred is None:  # contains Tensors
+            arr = np.array(_untensor(data))
+        else:
+            try:
+                arr = np.array(data, dtype=(dtype or inferred).np)
+            except ValueError as e:
+                raise ValueError("expected sequence of equal-length lists: %s" % e) from None
+            return arr
+    if dtype is not None:
+        arr = arr.astype(dtype.np)
+    elif arr.dtype not in _dt._FROM_NP:
+        arr = arr.astype(_dt.from_numpy_dtype(arr.dtype).np)
+    return arr
+
+
+def _untensor(d):
+    if isinstance(d, Tensor):
+        return d._data
+    if isinstance(d, (list, tuple)):
+        return [_untensor(x) for x in d]
+    return d
+
+
+def _finish(arr, device, requires_grad):
+    check_device(device)
+    t = Tensor._make(arr)
+    if requires_grad:
+        if t._dtype.category < 2:
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                               "gradients")
+        t._requires_grad = True
+    return t
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """Copy ``data`` into a new leaf tensor (``torch.tensor``)."""
+    arr = _to_array(data, dtype)
+    arr = np.array(arr, copy=True, order="C")
+    return _finish(arr, device, requires_grad)
+
+
+def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
+    return tensor(s, dtype=dtype or _dt._default[0], device=device, requires_grad=requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """Share memory with ``data`` when it already is a Tensor / ndarray of the right dtype."""
+    if isinstance(data, Tensor):
+        if dtype is None or _dt.as_dtype(dtype) is data._dtype:
+            return data
+        return data.to(dtype)
+    if isinstance(data, np.ndarray) and (dtype is None or _dt.as_dtype(dtype).np == data.dtype):
+        return from_numpy(data) if data.dtype in _dt._FROM_NP else tensor(data)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(ndarray):
+    """Zero-copy: the tensor and the array share memory."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError("expected np.ndarray (got %s)" % type(ndarray).__name__)
+    _dt.from_numpy_dtype(ndarray.dtype)
+    return Tensor._make(ndarray)
+
+
+def _shape(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    shape = []
+    for s in size:
+        if isinstance(s, Tensor):
+            s = int(s)
+        if not isinstance(s, numbers.Integral) or isinstance(s, bool):
+            raise TypeError("empty(): argument 'size' must be tuple of ints, but found element of "
+                            "type %s" % type(s).__name__)
+        if s < 0:
+            raise RuntimeError("Trying to create tensor with negative dimension %d: %s"
+                               % (s, list(size)))
+        shape.append(int(s))
+    return tuple(shape)
+
+
+def _dtype_or_default(dtype):
+    return _dt.as_dtype(dtype) if dtype is not None else _dt._default[0]
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False, out=None):
+    return _finish(np.zeros(_shape(size), _dtype_or_default(dtype).np), device, requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False, out=None):
+    return _finish(np.ones(_shape(size), _dtype_or_default(dtype).np), device, requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None, out=None):
+    return _finish(np.empty(_shape(size), _dtype_or_default(dtype).np), device, requires_grad)
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    if dtype is None:
+        dtype = _dt.scalar_dtype(fill_value)
+        if isinstance(fill_value, Tensor):
+            dtype = fill_value._dtype
+    d = _dt.as_dtype(dtype)
+    return _finish(np.full(_shape((size,)) if not isinstance(size, numbers.Integral)
+                           else (int(size),), _scalar(fill_value), d.np), device, requires_grad)
+
+
+def _scalar(v):
+    return v.item() if isinstance(v, Tensor) else v
+
+
+def _like(t, dtype):
+    if not isinstance(t, Tensor):
+        raise TypeError("expected a Tensor, got %s" % type(t).__name__)
+    return (_dt.as_dtype(dtype) or t._dtype).np
+
+
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _finish(np.zeros(input._data.shape, _like(input, dtype)), device, requires_grad)
+
+
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _finish(np.ones(input._data.shape, _like(input, dtype)), device, requires_grad)
+
+
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _finish(np.empty(input._data.shape, _like(input, dtype)), device, requires_grad)
+
+
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
+              memory_format=None):
+    return _finish(np.full(input._data.shape, _scalar(fill_value), _like(input, dtype)), device,
+                   requires_grad)
+
+
+def _float_dtype(dtype, fn):
+    d = _dtype_or_default(dtype)
+    if d.category < 2:
+        raise RuntimeError('"%s" not implemented for \'%s\'' % (fn, d._legacy))
+    return d
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    d = _float_dtype(dtype, "check_uniform_bounds")
+    arr = _random.rng(generator).random(_shape(size), dtype=np.float64).astype(d.np)
+    return _finish(arr, device, requires_grad)
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    d = _float_dtype(dtype, "normal_kernel_cpu")
+    arr = _random.rng(generator).standard_normal(_shape(size)).astype(d.np)
+    return _finish(arr, device, requires_grad)
+
+
+def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
+            requires_grad=False):
+    if high is None:
+        low, high = 0, low
+    if size is None:
+        raise TypeError("randint() missing required argument 'size'")
+    if high <= low:
+        raise RuntimeError("random_ expects 'from' to be less than 'to', but got from=%d >= to=%d"
+                           % (low, high))
+    d = _dt.as_dtype(dtype) or _dt.int64
+    arr = _random.rng(generator).integers(low, high, size=_shape((size,))).astype(d.np)
+    return _finish(arr, device, requires_grad)
+
+
+def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return rand(*input.shape, dtype=dtype or input._dtype, requires_grad=requires_grad)
+
+
+def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return randn(*input.shape, dtype=dtype or input._dtype, requires_grad=requires_grad)
+
+
+def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    start, end, step = (_scalar(v) for v in (start, end, step))
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    if dtype is None:
+        is_float = any(isinstance(v, float) for v in (start, end, step))
+        d = _dt._default[0] if is_float else _dt.int64
+    else:
+        d = _dt.as_dtype(dtype)
+    n = int(np.ceil((end - start) / step))
+    arr = (start + step * np.arange(n, dtype=np.float64 if d.category >= 2 else np.int64))
+    return _finish(arr.astype(d.np), device, requires_grad)
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    d = _dtype_or_default(dtype)
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    arr = np.linspace(_scalar(start), _scalar(end), int(steps)).astype(d.np)
+    return _finish(arr, device, requires_grad)
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    return _finish(np.eye(n, m if m is not None else n, dtype=_dtype_or_default(dtype).np),
+                   device, requires_grad)
+
+
+del builtins

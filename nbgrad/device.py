@@ -1,0 +1,76 @@
+"""``nbgrad.device``: where a tensor's storage lives ("cpu", "cuda", "cuda:N")."""
+
+__all__ = ["device"]
+
+
+class device:
+    __slots__ = ("type", "index")
+    _cache = {}
+
+    def __new__(cls, spec="cpu", index=None):
+        if isinstance(spec, device):
+            return spec
+        key = (spec, index)
+        d = cls._cache.get(key)
+        if d is not None:
+            return d
+        if not isinstance(spec, str):
+            raise TypeError("device() expected a string, got %s" % type(spec).__name__)
+        typ, _, idx = spec.partition(":")
+        if typ not in ("cpu", "cuda"):
+            raise RuntimeError("Expected one of cpu, cuda device type at start of device string: "
+                               + spec)
+        if idx:
+            if not idx.isdigit():
+                raise RuntimeError("Invalid device string: '%s'" % spec)
+            index = int(idx)
+        d = object.__new__(cls)
+        d.type = typ
+        d.index = index
+        cls._cache[key] = d
+        return d
+
+    def __repr__(self):
+        if self.index is None:
+            return "device(type='%s')" % self.type
+        return "device(type='%s', index=%d)" % (self.type, self.index)
+
+    def __str__(self):
+        return self.type if self.index is None else "%s:%d" % (self.type, self.index)
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = device(other)
+        if not isinstance(other, device):
+            return NotImplemented
+        return self.type == other.type and self.index == other.index
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+
+CPU = device("cpu")
+
+
+def as_device(d):
+    if d is None:
+        return CPU
+    if isinstance(d, device):
+        return d
+    if isinstance(d, int):
+        return device("cuda", d)
+    return device(d)
+
+
+def check_device(d):
+    """Only the CPU stores data today; a CUDA request gets a clear error, never a crash."""
+    d = as_device(d)
+    if d.type == "cuda":
+        from . import cuda
+        if not cuda.is_available():
+            raise RuntimeError("Torch not compiled with CUDA enabled" if False else
+                               "CUDA is not available: nbgrad found no CUDA device "
+                               "(install the 'cuda' extra and check nbgrad.cuda.is_available())")
+        raise RuntimeError("nbgrad: CUDA tensors are not supported yet; only the pointwise "
+                           "kernel builder targets CUDA (see docs/design.md)")
+    return d

@@ -1,0 +1,182 @@
+"""Grad-mode switches (thread-local): no_grad, enable_grad, set_grad_enabled, inference_mode.
+
+NOTE [grad mode]: the state lives in a ``threading.local`` whose class attributes are the
+defaults, so a new thread starts with grad enabled and inference mode off (PyTorch's rule).
+"""
+import functools
+import inspect
+import threading
+
+__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+           "is_inference_mode_enabled"]
+
+
+class _State(threading.local):
+    enabled = True
+    inference = False
+
+
+STATE = _State()
+
+
+def is_grad_enabled():
+    return STATE.enabled
+
+
+def is_inference_mode_enabled():
+    return STATE.inference
+
+
+class _DecoratorContextManager:
+    """Context manager usable as ``@ctx()`` / ``@ctx`` on functions and generators."""
+
+    def __call__(self, func):
+        if inspect.isclass(func):
+            raise TypeError("grad-mode decorators can't decorate a class")
+        if inspect.isgeneratorfunction(func):
+            return self._wrap_generator(func)
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with self.clone():
+                return func(*args, **kwargs)
+        return wrapper
+
+    def _wrap_generator(self, func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            gen = func(*args, **kwargs)
+            try:
+                with self.clone():
+                    response = gen.send(None)
+                while True:
+                    try:
+                        request = yield response
+                    except GeneratorExit:
+                        with self.clone():
+                            gen.close()
+                        raise
+                    except BaseException as e:
+                        with self.clone():
+                            response = gen.throw(e)
+                    else:
+                        with self.clone():
+                            response = gen.send(request)
+            except StopIteration as e:
+                return e.value
+        return wrapper
+
+    def clone(self):
+        return self.__class__()
+
+
+class no_grad(_DecoratorContextManager):
+    """Disable gradient recording inside the block (``nbgrad.no_grad``)."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is not None and callable(orig_func):  # bare @no_grad
+            return cls()(orig_func)
+        return super().__new__(cls)
+
+    def __init__(self, orig_func=None):
+        self.prev = []
+
+    def __enter__(self):
+        self.prev.append(STATE.enabled)
+        STATE.enabled = False
+
+    def __exit__(self, *exc):
+        STATE.enabled = self.prev.pop()
+        return False
+
+
+class enable_grad(_DecoratorContextManager):
+    """Re-enable gradient recording inside the block (``nbgrad.enable_grad``)."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is not None and callable(orig_func):
+            return cls()(orig_func)
+        return super().__new__(cls)
+
+    def __init__(self, orig_func=None):
+        self.prev = []
+
+    def __enter__(self):
+        self.prev.append(STATE.enabled)
+        STATE.enabled = True
+
+    def __exit__(self, *exc):
+        STATE.enabled = self.prev.pop()
+        return False
+
+
+class set_grad_enabled(_DecoratorContextManager):
+    """Set grad mode; takes effect at once when called, restores on ``__exit__``."""
+
+    def __init__(self, mode):
+        if not isinstance(mode, bool):
+            raise TypeError("set_grad_enabled(): argument 'enabled' (position 1) must be bool, "
+                            "not %s" % type(mode).__name__)
+        self.prev = STATE.enabled
+        self.mode = mode
+        STATE.enabled = mode
+
+    def __call__(self, func):
+        STATE.enabled = self.prev
+        return super().__call__(func)
+
+    def __enter__(self):
+        STATE.enabled = self.mode
+
+    def __exit__(self, *exc):
+        STATE.enabled = self.prev
+        return False
+
+    def clone(self):
+        return _SetGrad(self.mode)
+
+
+class _SetGrad(_DecoratorContextManager):
+    def __init__(self, mode):
+        self.mode = mode
+        self.prev = []
+
+    def __enter__(self):
+        self.prev.append(STATE.enabled)
+        STATE.enabled = self.mode
+
+    def __exit__(self, *exc):
+        STATE.enabled = self.prev.pop()
+        return False
+
+    def clone(self):
+        return _SetGrad(self.mode)
+
+
+class inference_mode(_DecoratorContextManager):
+    """Like ``no_grad``; tensors created inside are inference tensors (``is_inference()``)."""
+
+    def __new__(cls, mode=True):
+        if callable(mode) and not isinstance(mode, bool):
+            return cls()(mode)
+        return super().__new__(cls)
+
+    def __init__(self, mode=True):
+        self.mode = mode
+        self.prev = []
+
+    def __enter__(self):
+        self.prev.append((STATE.enabled, STATE.inference))
+        if self.mode:
+            STATE.enabled = False
+            STATE.inference = True
+        else:
+            STATE.inference = False
+            STATE.enabled = True
+
+    def __exit__(self, *exc):
+        STATE.enabled, STATE.inference = self.prev.pop()
+        return False
+
+    def clone(self):
+        return self.__class__(self.mode)

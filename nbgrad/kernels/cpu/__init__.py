@@ -1,0 +1,1 @@
+"""Hand-written Numba CPU kernels (reductions, indexing).  Same names as kernels/cuda/."""

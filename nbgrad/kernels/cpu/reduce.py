@@ -1,0 +1,135 @@
+"""Reductions over the middle axis of a C-contiguous (outer, n, inner) array.
+
+Any reduction over a set of dims is turned into this shape by ops/reduction.py (a reshape when
+the reduced dims are adjacent, otherwise one transpose-copy), so each kernel has one signature
+per dtype.  Float sums accumulate in float64 for accuracy (NUMBA-NOTES section 2.2).
+"""
+import numpy as np
+from numba import njit, prange  # noqa: F401
+
+from .. import JIT
+
+
+@njit(**JIT)
+def sum_fwd_cpu(x, out):
+    outer, n, inner = x.shape
+    for o in range(outer):
+        if inner == 1:
+            acc = 0.0
+            row = x[o, :, 0]
+            for k in range(n):
+                acc += row[k]
+            out[o, 0] = acc
+        else:
+            acc1 = np.zeros(inner, np.float64)
+            for k in range(n):
+                row = x[o, k]
+                for i in range(inner):
+                    acc1[i] += row[i]
+            for i in range(inner):
+                out[o, i] = acc1[i]
+
+
+@njit(**JIT)
+def isum_fwd_cpu(x, out):
+    outer, n, inner = x.shape
+    for o in range(outer):
+        for i in range(inner):
+            out[o, i] = 0
+        for k in range(n):
+            row = x[o, k]
+            for i in range(inner):
+                out[o, i] += row[i]
+
+
+@njit(**JIT)
+def prod_fwd_cpu(x, out):
+    outer, n, inner = x.shape
+    for o in range(outer):
+        for i in range(inner):
+            out[o, i] = 1
+        for k in range(n):
+            row = x[o, k]
+            for i in range(inner):
+                out[o, i] *= row[i]
+
+
+@njit(**JIT)
+def amax_fwd_cpu(x, out, take_max):
+    """max (take_max) or min over axis 1; NaN propagates like PyTorch."""
+    outer, n, inner = x.shape
+    for o in range(outer):
+        for i in range(inner):
+            best = x[o, 0, i]
+            for k in range(1, n):
+                v = x[o, k, i]
+                if best != best:
+                    break
+                if v != v:
+                    best = v
+                elif (v > best) if take_max else (v < best):
+                    best = v
+            out[o, i] = best
+
+
+@njit(**JIT)
+def argmax_fwd_cpu(x, out, take_max):
+    """First index of the max (min); a NaN counts as the extreme value."""
+    outer, n, inner = x.shape
+    for o in range(outer):
+        for i in range(inner):
+            best = x[o, 0, i]
+            bi = 0
+            for k in range(1, n):
+                if best != best:
+                    break
+                v = x[o, k, i]
+                if v != v or ((v > best) if take_max else (v < best)):
+                    best = v
+                    bi = k
+            out[o, i] = bi
+
+
+@njit(**JIT)
+def var_fwd_cpu(x, out, correction):
+    outer, n, inner = x.shape
+    for o in range(outer):
+        for i in range(inner):
+            m = 0.0
+            for k in range(n):
+                m += x[o, k, i]
+            m /= n
+            s = 0.0
+            for k in range(n):
+                d = x[o, k, i] - m
+                s += d * d
+            out[o, i] = s / (n - correction) if n - correction > 0 else np.nan
+
+
+@njit(**JIT)
+def cumsum_fwd_cpu(x, out):
+    outer, n, inner = x.shape
+    for o in range(outer):
+        for i in range(inner):
+            acc = x[o, 0, i] - x[o, 0, i]
+            for k in range(n):
+                acc += x[o, k, i]
+                out[o, k, i] = acc
+
+
+@njit(**JIT)
+def logsumexp_fwd_cpu(x, out):
+    outer, n, inner = x.shape
+    for o in range(outer):
+        for i in range(inner):
+            m = x[o, 0, i]
+            for k in range(1, n):
+                if x[o, k, i] > m:
+                    m = x[o, k, i]
+            if m == np.inf or m == -np.inf:
+                out[o, i] = m
+                continue
+            s = 0.0
+            for k in range(n):
+                s += np.exp(x[o, k, i] - m)
+            out[o, i] = np.log(s) + m

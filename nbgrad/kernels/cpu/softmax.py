@@ -1,0 +1,49 @@
+"""Softmax / log-softmax over the middle axis of (outer, n, inner), forward and backward."""
+import numpy as np
+from numba import njit
+
+from .. import JIT
+
+
+@njit(**JIT)
+def softmax_fwd_cpu(x, out, log):
+    outer, n, inner = x.shape
+    for o in range(outer):
+        for i in range(inner):
+            m = x[o, 0, i]
+            for k in range(1, n):
+                v = x[o, k, i]
+                if v > m or v != v:
+                    m = v
+            if m == -np.inf:  # an all -inf row: PyTorch gives nan, exp(-inf - -inf) does too
+                m = 0.0
+            s = 0.0
+            for k in range(n):
+                s += np.exp(x[o, k, i] - m)
+            if log:
+                ls = np.log(s)
+                for k in range(n):
+                    out[o, k, i] = x[o, k, i] - m - ls
+            else:
+                inv = 1.0 / s
+                for k in range(n):
+                    out[o, k, i] = np.exp(x[o, k, i] - m) * inv
+
+
+@njit(**JIT)
+def softmax_bwd_cpu(g, y, out, log):
+    """softmax: y * (g - sum(g*y));  log_softmax: g - exp(y) * sum(g)."""
+    outer, n, inner = g.shape
+    for o in range(outer):
+        for i in range(inner):
+            s = 0.0
+            if log:
+                for k in range(n):
+                    s += g[o, k, i]
+                for k in range(n):
+                    out[o, k, i] = g[o, k, i] - np.exp(y[o, k, i]) * s
+            else:
+                for k in range(n):
+                    s += g[o, k, i] * y[o, k, i]
+                for k in range(n):
+                    out[o, k, i] = y[o, k, i] * (g[o, k, i] - s)

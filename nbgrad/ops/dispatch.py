@@ -1,0 +1,228 @@
+"""The one place where ops run kernels and record graph nodes.
+
+Hot path (NOTE [per-op cost]): promote dtypes, one kernel-cache lookup, one "grad enabled and an
+input requires grad" test, one Node, one flag (``_flags.TAPS``) for anomaly/saved-tensor hooks.
+"""
+import traceback
+
+import numpy as np
+
+from .. import _flags
+from .. import dtypes as _dt
+from .._tensor import Tensor
+from ..autograd.graph import SavedTensor, edge
+from ..grad_mode import STATE
+from ..kernels.pointwise import cpu_kernel, names_in
+from .registry import node_class
+
+_make = Tensor._make
+_FROM_NP = _dt._FROM_NP
+
+
+def wrap(arr, node=None, nr=0):
+    if type(arr) is not np.ndarray:
+        arr = np.asarray(arr)
+    return _make(arr, node, nr)
+
+
+def needs_grad(inputs):
+    if not STATE.enabled:
+        return False
+    for t in inputs:
+        if isinstance(t, Tensor) and t._requires_grad:
+            return True
+    return False
+
+
+def new_node(name, inputs, vjp, saved=None, attrs=None, nout=1):
+    """Create the Node for an op whose differentiable inputs are ``inputs`` (Tensors or None
+    for non-tensor slots).  Call only after ``needs_grad`` said yes."""
+    cls = node_class(name)
+    node = cls.__new__(cls)
+    nf, meta = [], []
+    for t in inputs:
+        if isinstance(t, Tensor):
+            nf.append(edge(t))
+            meta.append((t._data.shape, t._dtype))
+        else:
+            nf.append((None, 0))
+            meta.append(None)
+    node.__init__(tuple(nf), tuple(meta))
+    node.op = vjp
+    node.attrs = attrs
+    node._nout = nout
+    node._released = False
+    if saved:
+        node.saved = {k: (SavedTensor(v) if isinstance(v, Tensor) else v)
+                      for k, v in saved.items()}
+    else:
+        node.saved = None
+    if _flags.TAPS:
+        from ..autograd.anomaly_mode import STATE as anomaly
+        if anomaly.enabled:
+            node._trace = traceback.extract_stack()[:-3]
+    return node
+
+
+def save_output(node, name, out):
+    if node.saved is None:
+        node.saved = {}
+    node.saved[name] = SavedTensor(out, is_output=True)
+
+
+def result(arr, name, inputs, vjp, saved=None, attrs=None):
+    """Wrap ``arr`` and, if needed, record a node: the common tail of a structured op."""
+    if type(arr) is not np.ndarray:
+        arr = np.asarray(arr)
+    if needs_grad(inputs):
+        node = new_node(name, inputs, vjp, saved, attrs)
+        return _make(arr, node, 0)
+    return _make(arr)
+
+
+def results(arrs, name, inputs, vjp, saved=None, attrs=None):
+    """Several differentiable outputs from one node (split, unbind, ...)."""
+    if needs_grad(inputs):
+        node = new_node(name, inputs, vjp, saved, attrs, nout=len(arrs))
+        return tuple(_make(a, node, i) for i, a in enumerate(arrs))
+    return tuple(_make(a) for a in arrs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pointwise ops
+
+def _broadcast_error(inputs):
+    shapes = [t._data.shape for t in inputs if isinstance(t, Tensor)]
+    if len(shapes) >= 2:
+        a, b = shapes[0], shapes[1]
+        n = max(len(a), len(b))
+        pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+        for i in range(n - 1, -1, -1):
+            if pa[i] != pb[i] and pa[i] != 1 and pb[i] != 1:
+                return RuntimeError("The size of tensor a (%d) must match the size of tensor b "
+                                    "(%d) at non-singleton dimension %d" % (pa[i], pb[i], i))
+    return RuntimeError("shape mismatch: %s" % (shapes,))
+
+
+def pointwise_dtype(op, inputs):
+    a = inputs[0]
+    if len(inputs) == 1:
+        dt = a._dtype
+    elif len(inputs) == 2 and type(inputs[1]) is type(a) and inputs[1]._dtype is a._dtype:
+        dt = a._dtype
+    else:
+        dt = _dt.result_type(*[x for x, n in zip(inputs, op.args) if n not in op.bool_args])
+    if dt.category < 2 and op.rule == "float":
+        dt = _dt._default[0]
+    return dt
+
+
+def compute_dtype(dt):
+    """float16 is a storage type on CPU: compute in float32 (NUMBA-NOTES section 8)."""
+    return _dt.float32 if dt is _dt.float16 else dt
+
+
+def pointwise(op, inputs, attrs=()):
+    dt = pointwise_dtype(op, inputs)
+    cd = compute_dtype(dt)
+    npd = cd.np
+    arrays = []
+    for x, name in zip(inputs, op.args):
+        if isinstance(x, Tensor):
+            arr = x._data
+            if arr.dtype != npd and name not in op.bool_args:
+                arr = arr.astype(npd)
+            arrays.append(arr)
+        else:
+            arrays.append(x)
+    kernel = op.numpy if (op.numpy is not None and not attrs) else \
+        cpu_kernel(op.name, op.args + op.attrs, op.formula, cd.name,
+                   {n: "bool" for n in op.bool_args})
+    try:
+        with np.errstate(all="ignore"):
+            out = kernel(*arrays, *attrs)
+    except ValueError:
+        raise _broadcast_error(inputs) from None
+    if type(out) is not np.ndarray:
+        out = np.asarray(out)
+    if out.dtype != dt.np:
+        out = out.astype(dt.np)
+    if op.differentiable and dt.category >= 2 and needs_grad(inputs):
+        saved = {}
+        for name in op.saves:
+            if name != "out":
+                saved[name] = inputs[op.args.index(name)]
+        diff = [x if n not in op.bool_args else None for x, n in zip(inputs, op.args)]
+        node = new_node(op.node.__name__, diff, op.vjp, saved, (attrs, cd.name))
+        t = _make(out, node, 0)
+        if "out" in op.saves:
+            save_output(node, "out", t)
+        return t
+    return _make(out)
+
+
+_VJP_PLANS = {}
+
+
+def _plan(op):
+    """Per partial: (params, expr, constant or None).  Built once per op."""
+    plan = _VJP_PLANS.get(op.name)
+    if plan is None:
+        plan = []
+        known = op.args + ("out",) + op.attrs
+        for p in op.partials:
+            if p is None:
+                plan.append(None)
+                continue
+            used = names_in(p)
+            try:
+                const = float(eval(p, {}))  # "1", "-1", "0": no kernel needed
+            except Exception:
+                const = None
+            params = ("g",) + tuple(n for n in known if n in used)
+            plan.append((params, "g * (%s)" % p, const))
+        _VJP_PLANS[op.name] = plan
+    return plan
+
+
+def pointwise_vjp(op, node, grads):
+    g = grads[0]
+    nf = node.next_functions
+    attrs, cd = node.attrs
+    out = []
+    if not STATE.enabled:  # fused one-pass Numba backward (create_graph=False)
+        npd = _dt._NAMES[cd].np
+        garr = g._data if g._data.dtype == npd else g._data.astype(npd)
+        values = None
+        for i, item in enumerate(_plan(op)):
+            if item is None or nf[i][0] is None:
+                out.append(None)
+                continue
+            params, expr, const = item
+            if const is not None:
+                out.append(g if const == 1.0 else _make(np.asarray(garr * npd.type(const))))
+                continue
+            if values is None:
+                values = {"g": garr}
+                for n in op.saves:
+                    values[n] = node.array(n)
+                for n, v in zip(op.attrs, attrs):
+                    values[n] = v
+            k = cpu_kernel("%s_vjp%d" % (op.name, i), params, expr, cd,
+                           {n: "bool" for n in op.bool_args})
+            r = k(*[values[n] for n in params])
+            out.append(_make(r if type(r) is np.ndarray else np.asarray(r)))
+        return tuple(out)
+    # create_graph: evaluate the same partials with differentiable nbgrad ops
+    from .mathns import TENSOR_NS
+    ns = dict(TENSOR_NS)
+    for n in op.saves:
+        ns[n] = node.unpack(n)
+    for n, v in zip(op.attrs, attrs):
+        ns[n] = v
+    for i, p in enumerate(op.partials):
+        if p is None or nf[i][0] is None:
+            out.append(None)
+            continue
+        out.append(g * eval(p, ns))
+    return tuple(out)

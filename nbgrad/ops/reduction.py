@@ -1,0 +1,486 @@
+"""Reductions: sum mean prod amax amin max min argmax argmin var std norm logsumexp cumsum all
+any.  Forward: Numba kernels over an (outer, n, inner) layout; backward: nbgrad ops."""
+import collections
+import math
+
+import numpy as np
+
+from .. import dtypes as _dt
+from .._tensor import Tensor, _wrap_dim
+from ..grad_mode import STATE
+from ..kernels.cpu import reduce as K
+from .dispatch import needs_grad, new_node, result, save_output
+from .registry import OpDef, register
+
+_make = Tensor._make
+values_indices = collections.namedtuple("return_types", ["values", "indices"])
+
+
+def _dims(dim, ndim):
+    """Normalise ``dim`` (None, int, or a sequence) to a sorted tuple of distinct dims."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, (list, tuple)):
+        if len(dim) == 0:
+            return tuple(range(ndim))
+        ds = sorted(_wrap_dim(d, ndim) for d in dim)
+        if len(set(ds)) != len(ds):
+            raise RuntimeError("dim %d appears multiple times in the list of dims" % ds[0])
+        return tuple(ds)
+    return (_wrap_dim(dim, ndim),)
+
+
+def to3d(a, dims):
+    """View/copy ``a`` as (outer, n, inner) with the reduced dims in the middle."""
+    nd = a.ndim
+    if nd == 0:
+        return a.reshape(1, 1, 1)
+    shape = a.shape
+    if dims == tuple(range(dims[0], dims[-1] + 1)) and a.flags.c_contiguous:
+        outer = int(np.prod(shape[:dims[0]], dtype=np.int64))
+        n = int(np.prod(shape[dims[0]:dims[-1] + 1], dtype=np.int64))
+        inner = int(np.prod(shape[dims[-1] + 1:], dtype=np.int64))
+        return a.reshape(outer, n, inner)
+    keep = [d for d in range(nd) if d not in dims]
+    t = np.ascontiguousarray(a.transpose(keep + list(dims)))
+    outer = int(np.prod([shape[d] for d in keep], dtype=np.int64))
+    return t.reshape(outer, -1, 1)
+
+
+def out_shape(shape, dims, keepdim):
+    if keepdim:
+        return tuple(1 if d in dims else s for d, s in enumerate(shape))
+    return tuple(s for d, s in enumerate(shape) if d not in dims)
+
+
+def _run(kernel, a, dims, keepdim, out_dtype, *extra):
+    x3 = to3d(a, dims)
+    out = np.empty((x3.shape[0], x3.shape[2]), out_dtype)
+    if x3.shape[1] == 0:
+        return None, x3
+    kernel(x3, out, *extra)
+    return out.reshape(out_shape(a.shape, dims, keepdim)), x3
+
+
+def _compute_arr(x):
+    a = x._data
+    if a.dtype == np.float16:
+        return a.astype(np.float32)
+    return a
+
+
+def _unsqueeze_to(g, shape, dims, keepdim):
+    """Put reduced dims back (as size 1) so ``g`` broadcasts against the input."""
+    if not keepdim and len(shape) != g._data.ndim:
+        g = g.reshape(tuple(1 if d in dims else s for d, s in enumerate(shape)))
+    return g
+
+
+# -- sum / mean --------------------------------------------------------------------------------
+
+def _sum_vjp(node, grads):
+    shape, dims, keepdim = node.attrs
+    return (_unsqueeze_to(grads[0], shape, dims, keepdim).expand(shape),)
+
+
+def _mean_vjp(node, grads):
+    shape, dims, keepdim, n = node.attrs
+    return (_unsqueeze_to(grads[0], shape, dims, keepdim).expand(shape) / n,)
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A001
+    x = input
+    dims = _dims(dim, x._data.ndim)
+    d = _dt.as_dtype(dtype) if dtype is not None else (
+        _dt.int64 if x._dtype.category < 2 else x._dtype)
+    a = _compute_arr(x)
+    if d.category < 2:
+        r, _ = _run(K.isum_fwd_cpu, a.astype(np.int64, copy=False), dims, keepdim, np.int64)
+    else:
+        a = a.astype(_dt.float32.np if d is _dt.float16 else d.np, copy=False)
+        r, _ = _run(K.sum_fwd_cpu, a, dims, keepdim, a.dtype)
+    if r is None:
+        r = np.zeros(out_shape(x._data.shape, dims, keepdim), a.dtype)
+    name = "SumBackward1" if dim is not None else "SumBackward0"
+    res = result(r.astype(d.np, copy=False), name, (x,), _sum_vjp,
+                 attrs=(x._data.shape, dims, keepdim))
+    return _write(res, out)
+
+
+def _write(res, out):
+    if out is None:
+        return res
+    from .api import write_out
+    return write_out(res, out, "reduction")
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    x = input
+    if dtype is None and x._dtype.category < 2:
+        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
+                           "floating point or complex dtype. Got: %s" % x._dtype._legacy)
+    dims = _dims(dim, x._data.ndim)
+    n = int(np.prod([x._data.shape[d] for d in dims], dtype=np.int64)) if x._data.ndim else 1
+    d = _dt.as_dtype(dtype) or x._dtype
+    a = _compute_arr(x).astype(_dt.float32.np if d is _dt.float16 else d.np, copy=False)
+    r, _ = _run(K.sum_fwd_cpu, a, dims, keepdim, a.dtype)
+    if r is None:
+        r = np.full(out_shape(x._data.shape, dims, keepdim), np.nan, a.dtype)
+    else:
+        r = r / a.dtype.type(n) if n else r
+    name = "MeanBackward1" if dim is not None else "MeanBackward0"
+    return _write(result(np.asarray(r).astype(d.np, copy=False), name, (x,), _mean_vjp,
+                         attrs=(x._data.shape, dims, keepdim, n)), out)
+
+
+# -- prod --------------------------------------------------------------------------------------
+
+def _prod_vjp(node, grads):
+    shape, dims, keepdim = node.attrs
+    x = node.unpack("x")
+    out = node.unpack("out")
+    g = _unsqueeze_to(grads[0], shape, dims, keepdim)
+    o = _unsqueeze_to(out, shape, dims, keepdim)
+    if not np.any(x._data == 0):
+        return (g * o / x,)
+    # zeros present: product of all the other elements, computed directly (first order only)
+    xa = x._data.astype(np.float64)
+    others = np.empty_like(xa)
+    it = np.nditer(xa, flags=["multi_index"])
+    for _ in it:
+        idx = it.multi_index
+        sl = tuple(slice(None) if d in dims else idx[d] for d in range(xa.ndim))
+        block = xa[sl].copy()
+        pos = tuple(idx[d] for d in range(xa.ndim) if d in dims)
+        block[pos] = 1.0
+        others[idx] = block.prod()
+    return (g * _make(others.astype(x._data.dtype)),)
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    x = input
+    if dim is not None and isinstance(dim, (list, tuple)):
+        raise TypeError("prod(): argument 'dim' must be int, not %s" % type(dim).__name__)
+    dims = _dims(dim, x._data.ndim)
+    d = _dt.as_dtype(dtype) if dtype is not None else (
+        _dt.int64 if x._dtype.category < 2 else x._dtype)
+    a = _compute_arr(x).astype(_dt.float32.np if d is _dt.float16 else d.np, copy=False)
+    r, _ = _run(K.prod_fwd_cpu, a, dims, keepdim, a.dtype)
+    if r is None:
+        r = np.ones(out_shape(x._data.shape, dims, keepdim), a.dtype)
+    name = "ProdBackward1" if dim is not None else "ProdBackward0"
+    if needs_grad((x,)):
+        node = new_node(name, (x,), _prod_vjp, {"x": x}, (x._data.shape, dims, keepdim))
+        t = _make(r.astype(d.np, copy=False), node)
+        save_output(node, "out", t)
+        return t
+    return _make(r.astype(d.np, copy=False))
+
+
+# -- max / min ---------------------------------------------------------------------------------
+
+def _evenly_vjp(node, grads):
+    """amax/amin and full max/min: the gradient is shared evenly between tied extremes."""
+    shape, dims, keepdim = node.attrs
+    x = node.unpack("x")
+    out = node.unpack("out")
+    g = _unsqueeze_to(grads[0], shape, dims, keepdim)
+    o = _unsqueeze_to(out, shape, dims, keepdim)
+    mask = (x == o)
+    count = mask.sum(dim=dims, keepdim=True)
+    return (g * mask / count,)
+
+
+def _extreme(x, dim, keepdim, take_max, name):
+    if x._data.size == 0 and (dim is None or x._data.shape[_wrap_dim(dim, x._data.ndim)] == 0):
+        raise IndexError if False else RuntimeError(
+            "%s(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+            "reduction dim with the 'dim' argument." % ("max" if take_max else "min"))
+    dims = _dims(dim, x._data.ndim)
+    a = _compute_arr(x)
+    if a.dtype == np.bool_:
+        a = a.astype(np.int64)
+    r, _ = _run(K.amax_fwd_cpu, a, dims, keepdim, a.dtype, take_max)
+    r = r.astype(x._data.dtype, copy=False)
+    if needs_grad((x,)):
+        node = new_node(name, (x,), _evenly_vjp, {"x": x}, (x._data.shape, dims, keepdim))
+        t = _make(r, node)
+        save_output(node, "out", t)
+        return t
+    return _make(r)
+
+
+def amax(input, dim=(), keepdim=False):
+    return _extreme(input, dim if dim != () else None, keepdim, True, "AmaxBackward0")
+
+
+def amin(input, dim=(), keepdim=False):
+    return _extreme(input, dim if dim != () else None, keepdim, False, "AminBackward0")
+
+
+def _select_vjp(node, grads):
+    """max(dim)/min(dim): the gradient goes to the returned index only."""
+    shape, dim, keepdim = node.attrs
+    idx = node.saved["indices"]
+    g = grads[0]
+    if not keepdim:
+        g = g.unsqueeze(dim)
+        idx = idx.unsqueeze(dim)
+    from ..creation import zeros
+    return (zeros(*shape, dtype=g.dtype).scatter(dim, idx, g),)
+
+
+def _argext(x, dim, keepdim, take_max):
+    dims = _dims(dim, x._data.ndim)
+    if x._data.size == 0:
+        raise RuntimeError("%s(): Expected reduction dim to be specified for input.numel() == 0."
+                           % ("argmax" if take_max else "argmin"))
+    a = _compute_arr(x)
+    if a.dtype == np.bool_:
+        a = a.astype(np.int64)
+    r, _ = _run(K.argmax_fwd_cpu, a, dims, keepdim, np.int64, take_max)
+    return r
+
+
+def _max_min(input, dim, keepdim, take_max, other):
+    word = "max" if take_max else "min"
+    if isinstance(dim, Tensor) or other is not None:
+        from .api import maximum, minimum
+        return (maximum if take_max else minimum)(input, dim if other is None else other)
+    if dim is None:
+        return _extreme(input, None, False, take_max,
+                        "MaxBackward1" if take_max else "MinBackward1")
+    d = _wrap_dim(dim, input._data.ndim)
+    if input._data.ndim and input._data.shape[d] == 0:
+        raise IndexError("%s(): Expected reduction dim %d to have non-zero size." % (word, d))
+    idx = _argext(input, d, keepdim, take_max)
+    vals = np.take_along_axis(input._data, idx if keepdim else np.expand_dims(idx, d), d)
+    if not keepdim and input._data.ndim:
+        vals = vals.squeeze(d)
+    idx_t = _make(idx)
+    if needs_grad((input,)):
+        node = new_node("MaxBackward0" if take_max else "MinBackward0", (input,), _select_vjp,
+                        None, (input._data.shape, d, keepdim))
+        node.saved = {"indices": idx_t}
+        return values_indices(_make(np.ascontiguousarray(vals), node), idx_t)
+    return values_indices(_make(np.ascontiguousarray(vals)), idx_t)
+
+
+def max(input, dim=None, keepdim=False, *, other=None):  # noqa: A001
+    return _max_min(input, dim, keepdim, True, other)
+
+
+def min(input, dim=None, keepdim=False, *, other=None):  # noqa: A001
+    return _max_min(input, dim, keepdim, False, other)
+
+
+def argmax(input, dim=None, keepdim=False):
+    if dim is None:
+        r = _argext(input.reshape(-1), 0, False, True)
+        return _make(r.reshape((1,) * input._data.ndim if keepdim else ()))
+    return _make(_argext(input, dim, keepdim, True))
+
+
+def argmin(input, dim=None, keepdim=False):
+    if dim is None:
+        r = _argext(input.reshape(-1), 0, False, False)
+        return _make(r.reshape((1,) * input._data.ndim if keepdim else ()))
+    return _make(_argext(input, dim, keepdim, False))
+
+
+# -- var / std ---------------------------------------------------------------------------------
+
+def _correction(unbiased, correction):
+    if correction is not None:
+        return float(correction)
+    return 1.0 if (unbiased is None or unbiased) else 0.0
+
+
+def _var_vjp(node, grads):
+    shape, dims, keepdim, n, c = node.attrs
+    x = node.unpack("x")
+    g = _unsqueeze_to(grads[0], shape, dims, keepdim)
+    return (g * 2.0 * (x - x.mean(dim=dims, keepdim=True)) / (n - c),)
+
+
+def _std_vjp(node, grads):
+    shape, dims, keepdim, n, c = node.attrs
+    x = node.unpack("x")
+    out = _unsqueeze_to(node.unpack("out"), shape, dims, keepdim)
+    g = _unsqueeze_to(grads[0], shape, dims, keepdim)
+    return (g * (x - x.mean(dim=dims, keepdim=True)) / ((n - c) * out),)
+
+
+def _var_std(x, dim, unbiased, keepdim, correction, take_sqrt):
+    if isinstance(dim, bool):           # var(x, False): the old "unbiased" positional
+        unbiased, dim = dim, None
+    if x._dtype.category < 2:
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    c = _correction(unbiased, correction)
+    dims = _dims(dim, x._data.ndim)
+    n = int(np.prod([x._data.shape[d] for d in dims], dtype=np.int64)) if x._data.ndim else 1
+    a = _compute_arr(x)
+    r, _ = _run(K.var_fwd_cpu, a, dims, keepdim, a.dtype, c)
+    if r is None:
+        r = np.full(out_shape(x._data.shape, dims, keepdim), np.nan, a.dtype)
+    if take_sqrt:
+        r = np.sqrt(r)
+    r = np.asarray(r).astype(x._data.dtype, copy=False)
+    if needs_grad((x,)):
+        node = new_node("StdBackward0" if take_sqrt else "VarBackward0", (x,),
+                        _std_vjp if take_sqrt else _var_vjp, {"x": x},
+                        (x._data.shape, dims, keepdim, n, c))
+        t = _make(r, node)
+        if take_sqrt:
+            save_output(node, "out", t)
+        return t
+    return _make(r)
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _var_std(input, dim, unbiased, keepdim, correction, False)
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _var_std(input, dim, unbiased, keepdim, correction, True)
+
+
+# -- norm, logsumexp, cumsum -------------------------------------------------------------------
+
+def _norm_vjp(node, grads):
+    shape, dims, keepdim, p = node.attrs
+    x = node.unpack("x")
+    out = _unsqueeze_to(node.unpack("out"), shape, dims, keepdim)
+    g = _unsqueeze_to(grads[0], shape, dims, keepdim)
+    from .api import where, abs as _abs, sign
+    if p == 2:
+        return (g * where(out == 0, 0.0, x / out),)
+    if p == 1:
+        return (g * sign(x),)
+    if math.isinf(p):
+        ax = _abs(x)
+        mask = (ax == out)
+        return (g * sign(x) * mask / mask.sum(dim=dims, keepdim=True),)
+    return (g * where(out == 0, 0.0, x * _abs(x) ** (p - 2) / out ** (p - 1)),)
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    x = input
+    if x._dtype.category < 2:
+        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
+                           "input. Got %s" % x._dtype._legacy)
+    if p == "fro" or p is None:
+        p = 2.0
+    p = float(p)
+    dims = _dims(dim, x._data.ndim)
+    with _no_grad():
+        ax = abs_(x)
+        if math.isinf(p):
+            r = amax(ax, dims, keepdim) if p > 0 else amin(ax, dims, keepdim)
+        elif p == 0:
+            r = sum((ax != 0).to(x._dtype), dims, keepdim)
+        elif p == 1:
+            r = sum(ax, dims, keepdim)
+        elif p == 2:
+            r = sum(ax * ax, dims, keepdim).sqrt()
+        else:
+            r = sum(ax ** p, dims, keepdim) ** (1.0 / p)
+    if needs_grad((x,)):
+        node = new_node("LinalgVectorNormBackward0", (x,), _norm_vjp, {"x": x},
+                        (x._data.shape, dims, keepdim, p))
+        t = _make(r._data, node)
+        save_output(node, "out", t)
+        return t
+    return r
+
+
+def abs_(x):
+    from .api import abs as _abs
+    return _abs(x)
+
+
+class _no_grad:
+    def __enter__(self):
+        self.prev = STATE.enabled
+        STATE.enabled = False
+
+    def __exit__(self, *exc):
+        STATE.enabled = self.prev
+
+
+def _logsumexp_vjp(node, grads):
+    shape, dims, keepdim = node.attrs
+    x = node.unpack("x")
+    out = _unsqueeze_to(node.unpack("out"), shape, dims, keepdim)
+    g = _unsqueeze_to(grads[0], shape, dims, keepdim)
+    return (g * (x - out).exp(),)
+
+
+def logsumexp(input, dim, keepdim=False):
+    x = input
+    if x._dtype.category < 2:
+        x = x.to(_dt._default[0])
+    dims = _dims(dim, x._data.ndim)
+    a = _compute_arr(x)
+    r, _ = _run(K.logsumexp_fwd_cpu, a, dims, keepdim, a.dtype)
+    if r is None:
+        r = np.full(out_shape(x._data.shape, dims, keepdim), -np.inf, a.dtype)
+    r = np.asarray(r).astype(x._data.dtype, copy=False)
+    if needs_grad((x,)):
+        node = new_node("LogsumexpBackward0", (x,), _logsumexp_vjp, {"x": x},
+                        (x._data.shape, dims, keepdim))
+        t = _make(r, node)
+        save_output(node, "out", t)
+        return t
+    return _make(r)
+
+
+def _cumsum_vjp(node, grads):
+    (dim,) = node.attrs
+    return (grads[0].flip(dim).cumsum(dim).flip(dim),)
+
+
+def cumsum(input, dim, *, dtype=None):
+    x = input
+    d = _wrap_dim(dim, x._data.ndim)
+    od = _dt.as_dtype(dtype) if dtype is not None else (
+        _dt.int64 if x._dtype.category < 2 else x._dtype)
+    a = _compute_arr(x).astype(_dt.float32.np if od is _dt.float16 else od.np, copy=False)
+    if a.ndim == 0:
+        r = a.copy()
+    else:
+        x3 = to3d(a, (d,))
+        o3 = np.empty_like(x3)
+        if x3.size:
+            K.cumsum_fwd_cpu(x3, o3)
+        keep = [k for k in range(a.ndim) if k != d]
+        if x3.shape[2] == 1 and keep != list(range(a.ndim - 1)):
+            r = o3.reshape([a.shape[k] for k in keep] + [a.shape[d]])
+            r = np.moveaxis(r, -1, d)
+        else:
+            r = o3.reshape(a.shape)
+    return result(np.ascontiguousarray(r).astype(od.np, copy=False), "CumsumBackward0", (x,),
+                  _cumsum_vjp, attrs=(d,))
+
+
+def all(input, dim=None, keepdim=False):  # noqa: A001
+    if dim is None:
+        return _make(np.asarray(np.all(input._data)))
+    return _make(np.asarray(np.all(input._data, axis=_dims(dim, input._data.ndim),
+                                   keepdims=keepdim)))
+
+
+def any(input, dim=None, keepdim=False):  # noqa: A001
+    if dim is None:
+        return _make(np.asarray(np.any(input._data)))
+    return _make(np.asarray(np.any(input._data, axis=_dims(dim, input._data.ndim),
+                                   keepdims=keepdim)))
+
+
+for _name, _node in [("sum", "SumBackward0"), ("mean", "MeanBackward0"), ("prod", "ProdBackward0"),
+                     ("amax", "AmaxBackward0"), ("amin", "AminBackward0"),
+                     ("max", "MaxBackward1"), ("min", "MinBackward1"), ("argmax", None),
+                     ("argmin", None), ("var", "VarBackward0"), ("std", "StdBackward0"),
+                     ("norm", "LinalgVectorNormBackward0"), ("logsumexp", "LogsumexpBackward0"),
+                     ("cumsum", "CumsumBackward0"), ("all", None), ("any", None)]:
+    register(OpDef(_name, "reduction", node=_node, inplace=False))

@@ -1,0 +1,521 @@
+"""Shape and movement ops.  Views share storage, version counter and ``_base`` with their
+input; their backward is the inverse movement of the gradient."""
+import numbers
+
+import numpy as np
+
+from .. import dtypes as _dt
+from .._tensor import Tensor, _wrap_dim
+from .dispatch import needs_grad, new_node, result, results
+from .registry import OpDef, register
+
+_make = Tensor._make
+
+
+def view_result(arr, name, x, vjp, attrs=None):
+    base = x._base if x._base is not None else x
+    node = new_node(name, (x,), vjp, None, attrs) if needs_grad((x,)) else None
+    t = _make(arr, node, 0, x._vc, base)
+    if node is None and x._requires_grad and x.grad_fn is None:
+        t._requires_grad = False
+    return t
+
+
+def _size_args(shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return tuple(int(s) for s in shape)
+
+
+def _infer(shape, numel):
+    shape = list(shape)
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = 1
+    for s in shape:
+        if s != -1:
+            if s < 0:
+                raise RuntimeError("invalid shape dimension %d" % s)
+            known *= s
+    if neg:
+        if known == 0 or numel % known:
+            raise RuntimeError("shape '%s' is invalid for input of size %d" % (shape, numel))
+        shape[neg[0]] = numel // known
+    elif known != numel:
+        raise RuntimeError("shape '%s' is invalid for input of size %d" % (shape, numel))
+    return tuple(shape)
+
+
+def _try_view(a, shape):
+    v = a.view()
+    try:
+        v.shape = shape
+    except AttributeError:
+        return None
+    return v
+
+
+def _reshape_vjp(node, grads):
+    return (grads[0].reshape(node.attrs[0]),)
+
+
+def view(input, *shape):
+    if len(shape) == 1 and isinstance(shape[0], (_dt.dtype, type)) or (
+            len(shape) == 1 and isinstance(shape[0], str)):
+        return view_dtype(input, shape[0])
+    shape = _infer(_size_args(shape), input._data.size)
+    v = _try_view(input._data, shape)
+    if v is None:
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
+                           "least one dimension spans across two contiguous subspaces). Use "
+                           ".reshape(...) instead.")
+    return view_result(v, "ViewBackward0", input, _reshape_vjp, (input._data.shape,))
+
+
+def view_dtype(input, dtype):
+    d = _dt.as_dtype(dtype)
+    return _make(input._data.view(d.np), None, 0, input._vc, input._base or input)
+
+
+def reshape(input, *shape):
+    shape = _infer(_size_args(shape), input._data.size)
+    v = _try_view(input._data, shape)
+    if v is not None:
+        return view_result(v, "ViewBackward0", input, _reshape_vjp, (input._data.shape,))
+    return result(input._data.reshape(shape), "UnsafeViewBackward0", (input,), _reshape_vjp,
+                  attrs=(input._data.shape,))
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    nd = input._data.ndim
+    if nd == 0:
+        return reshape(input, 1)
+    s = _wrap_dim(start_dim, nd)
+    e = _wrap_dim(end_dim, nd)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return input
+    shape = input._data.shape
+    return reshape(input, shape[:s] + (-1,) + shape[e + 1:])
+
+
+def unflatten(input, dim, sizes):
+    d = _wrap_dim(dim, input._data.ndim)
+    shape = input._data.shape
+    return reshape(input, shape[:d] + tuple(sizes) + shape[d + 1:])
+
+
+def squeeze(input, dim=None):
+    shape = input._data.shape
+    if dim is None:
+        new = tuple(s for s in shape if s != 1)
+        name = "SqueezeBackward0"
+    else:
+        dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+        dims = {_wrap_dim(d, len(shape)) for d in dims}
+        new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
+        name = "SqueezeBackward1" if not isinstance(dim, (tuple, list)) else "SqueezeBackward2"
+    return view_result(input._data.reshape(new), name, input, _reshape_vjp, (shape,))
+
+
+def _unsqueeze_vjp(node, grads):
+    return (grads[0].squeeze(node.attrs[0]),)
+
+
+def unsqueeze(input, dim):
+    d = _wrap_dim(dim, input._data.ndim + 1)
+    return view_result(np.expand_dims(input._data, d), "UnsqueezeBackward0", input,
+                       _unsqueeze_vjp, (d,))
+
+
+def _transpose_vjp(node, grads):
+    return (grads[0].transpose(*node.attrs),)
+
+
+def transpose(input, dim0, dim1):
+    nd = input._data.ndim
+    a, b = _wrap_dim(dim0, nd), _wrap_dim(dim1, nd)
+    return view_result(np.swapaxes(input._data, a, b), "TransposeBackward0", input,
+                       _transpose_vjp, (a, b))
+
+
+swapaxes = swapdims = transpose
+
+
+def _t_vjp(node, grads):
+    return (grads[0].t(),)
+
+
+def t(input):
+    if input._data.ndim > 2:
+        raise RuntimeError("t() expects a tensor with <= 2 dimensions, but self is %dD"
+                           % input._data.ndim)
+    return view_result(input._data.T, "TBackward0", input, _t_vjp)
+
+
+def _permute_vjp(node, grads):
+    return (grads[0].permute(*node.attrs[0]),)
+
+
+def permute(input, *dims):
+    dims = _size_args(dims)
+    nd = input._data.ndim
+    if len(dims) != nd:
+        raise RuntimeError("permute(sparse_coo): number of dimensions in the tensor input does "
+                           "not match the length of the desired ordering of dimensions i.e. "
+                           "input.dim() = %d is not equal to len(dims) = %d" % (nd, len(dims)))
+    dims = tuple(_wrap_dim(d, nd) for d in dims)
+    if len(set(dims)) != nd:
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    inv = tuple(int(i) for i in np.argsort(dims))
+    return view_result(input._data.transpose(dims), "PermuteBackward0", input, _permute_vjp,
+                       (inv,))
+
+
+def movedim(input, source, destination):
+    nd = input._data.ndim
+    order = list(range(nd))
+    src = [_wrap_dim(s, nd) for s in (source if isinstance(source, (list, tuple)) else [source])]
+    dst = [_wrap_dim(s, nd) for s in (destination if isinstance(destination, (list, tuple))
+                                      else [destination])]
+    rest = [d for d in order if d not in src]
+    perm = [None] * nd
+    for s, d in zip(src, dst):
+        perm[d] = s
+    it = iter(rest)
+    perm = [p if p is not None else next(it) for p in perm]
+    return permute(input, *perm)
+
+
+moveaxis = movedim
+
+
+def _expand_vjp(node, grads):
+    return (grads[0].sum_to_size(node.attrs[0]),)
+
+
+def expand(input, *sizes):
+    sizes = _size_args(sizes)
+    shape = input._data.shape
+    if len(sizes) < len(shape):
+        raise RuntimeError("expand(torch.FloatTensor{%s}, size=%s): the number of sizes provided "
+                           "(%d) must be greater or equal to the number of dimensions in the "
+                           "tensor (%d)" % (list(shape), list(sizes), len(sizes), len(shape)))
+    off = len(sizes) - len(shape)
+    target = []
+    for i, s in enumerate(sizes):
+        if i < off:
+            if s < 0:
+                raise RuntimeError("The expanded size of the tensor (%d) isn't allowed in a "
+                                   "leading, non-existing dimension %d" % (s, i))
+            target.append(s)
+        else:
+            cur = shape[i - off]
+            if s == -1:
+                s = cur
+            if cur != s and cur != 1:
+                raise RuntimeError("The expanded size of the tensor (%d) must match the existing "
+                                   "size (%d) at non-singleton dimension %d.  Target sizes: %s.  "
+                                   "Tensor sizes: %s" % (s, cur, i, list(sizes), list(shape)))
+            target.append(s)
+    arr = np.broadcast_to(input._data, tuple(target))
+    return view_result(arr, "ExpandBackward0", input, _expand_vjp, (shape,))
+
+
+def expand_as(input, other):
+    return expand(input, *other._data.shape)
+
+
+def broadcast_to(input, size):
+    return expand(input, *size)
+
+
+def broadcast_tensors(*tensors):
+    shape = np.broadcast_shapes(*[t._data.shape for t in tensors])
+    return tuple(expand(t, *shape) for t in tensors)
+
+
+def _sum_to_vjp(node, grads):
+    return (grads[0].expand(*node.attrs[0]),)
+
+
+def sum_to_size(input, *size):
+    """Sum ``input`` down to ``size`` (the inverse of broadcasting): the engine's one reducer."""
+    size = _size_args(size)
+    shape = input._data.shape
+    if shape == size:
+        return input
+    lead = len(shape) - len(size)
+    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(size)
+                                      if s == 1 and shape[lead + i] != 1)
+    from .reduction import sum as _sum
+    r = _sum(input, dims, keepdim=True) if dims else input
+    return r.reshape(size) if r._data.shape != size else r
+
+
+def _split_vjp(node, grads):
+    dim, sizes, shape, dtype = node.attrs
+    from ..creation import zeros
+    parts = []
+    for g, n in zip(grads, sizes):
+        if g is None:
+            s = list(shape)
+            s[dim] = n
+            g = zeros(*s, dtype=dtype)
+        parts.append(g)
+    return (cat(parts, dim),)
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    d = _wrap_dim(dim, tensor._data.ndim)
+    n = tensor._data.shape[d]
+    if isinstance(split_size_or_sections, numbers.Integral):
+        s = int(split_size_or_sections)
+        if s <= 0 and n > 0:
+            raise RuntimeError("split_size can only be 0 if dimension size is 0, but got "
+                               "dimension size of %d" % n)
+        sizes = [s] * (n // s) + ([n % s] if n % s else []) if s else [0]
+    else:
+        sizes = [int(v) for v in split_size_or_sections]
+        if sum(sizes) != n:
+            raise RuntimeError("split_with_sizes expects split_sizes to sum exactly to %d "
+                               "(input tensor's size at dimension %d), but got split_sizes=%s"
+                               % (n, d, sizes))
+    idx = np.cumsum(sizes)[:-1]
+    parts = np.split(tensor._data, idx, axis=d)
+    name = "SplitBackward0" if isinstance(split_size_or_sections, numbers.Integral) else \
+        "SplitWithSizesBackward0"
+    outs = results(parts, name, (tensor,), _split_vjp,
+                   attrs=(d, sizes, tensor._data.shape, tensor._dtype))
+    base = tensor._base if tensor._base is not None else tensor
+    for o in outs:
+        o._vc = tensor._vc
+        o._base = base
+    return outs
+
+
+def chunk(input, chunks, dim=0):
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: %d" % chunks)
+    n = input._data.shape[_wrap_dim(dim, input._data.ndim)]
+    size = -(-n // chunks) if n else 1
+    return split(input, size, dim)
+
+
+def _unbind_vjp(node, grads):
+    dim, shape, dtype = node.attrs
+    from ..creation import zeros
+    s = shape[:dim] + shape[dim + 1:]
+    return (stack([g if g is not None else zeros(*s, dtype=dtype) for g in grads], dim),)
+
+
+def unbind(input, dim=0):
+    d = _wrap_dim(dim, input._data.ndim)
+    parts = [np.take(input._data, i, axis=d) for i in range(input._data.shape[d])]
+    outs = results(parts, "UnbindBackward0", (input,), _unbind_vjp,
+                   attrs=(d, input._data.shape, input._dtype))
+    return outs
+
+
+def _cat_vjp(node, grads):
+    dim, sizes = node.attrs
+    g = grads[0]
+    out, start = [], 0
+    for n in sizes:
+        out.append(None if n is None else g.narrow(dim, start, n))
+        start += n or 0
+    return tuple(out)
+
+
+def cat(tensors, dim=0, *, out=None):
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    nonempty = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)]
+    keep = {id(t) for t in nonempty}
+    ref = nonempty[0] if nonempty else tensors[0]
+    d = _wrap_dim(dim, ref._data.ndim)
+    dt = tensors[0]._dtype
+    for t in tensors[1:]:
+        dt = _dt.promote_types(dt, t._dtype)
+    for i, t in enumerate(nonempty):
+        if t._data.ndim != ref._data.ndim:
+            raise RuntimeError("Tensors must have same number of dimensions: got %d and %d"
+                               % (ref._data.ndim, t._data.ndim))
+        for k in range(ref._data.ndim):
+            if k != d and t._data.shape[k] != ref._data.shape[k]:
+                raise RuntimeError("Sizes of tensors must match except in dimension %d. Expected "
+                                   "size %d but got size %d for tensor number %d in the list."
+                                   % (d, ref._data.shape[k], t._data.shape[k], i))
+    arr = np.concatenate([t._data.astype(dt.np, copy=False) for t in nonempty], axis=d) \
+        if nonempty else np.empty((0,), dt.np)
+    sizes = [t._data.shape[d] if id(t) in keep else 0 for t in tensors]
+    res = result(arr, "CatBackward0", tensors, _cat_vjp, attrs=(d, sizes))
+    if out is not None:
+        from .api import write_out
+        return write_out(res, out, "cat")
+    return res
+
+
+concat = concatenate = cat
+
+
+def _stack_vjp(node, grads):
+    (dim,) = node.attrs
+    return tuple(grads[0].unbind(dim))
+
+
+def stack(tensors, dim=0, *, out=None):
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    d = _wrap_dim(dim, tensors[0]._data.ndim + 1)
+    for i, t in enumerate(tensors[1:], 1):
+        if t._data.shape != tensors[0]._data.shape:
+            raise RuntimeError("stack expects each tensor to be equal size, but got %s at entry 0 "
+                               "and %s at entry %d" % (list(tensors[0]._data.shape),
+                                                        list(t._data.shape), i))
+    dt = tensors[0]._dtype
+    for t in tensors[1:]:
+        dt = _dt.promote_types(dt, t._dtype)
+    arr = np.stack([t._data.astype(dt.np, copy=False) for t in tensors], axis=d)
+    return result(arr, "StackBackward0", tensors, _stack_vjp, attrs=(d,))
+
+
+def _flip_vjp(node, grads):
+    return (grads[0].flip(node.attrs[0]),)
+
+
+def flip(input, dims):
+    dims = dims if isinstance(dims, (list, tuple)) else (dims,)
+    nd = input._data.ndim
+    dims = tuple(_wrap_dim(d, nd) for d in dims)
+    return result(np.ascontiguousarray(np.flip(input._data, dims)), "FlipBackward0", (input,),
+                  _flip_vjp, attrs=(dims,))
+
+
+def _roll_vjp(node, grads):
+    shifts, dims = node.attrs
+    neg = tuple(-s for s in shifts)
+    return (grads[0].roll(neg if dims is not None else neg[0], dims),)
+
+
+def roll(input, shifts, dims=None):
+    if dims is None:
+        return result(np.roll(input._data, shifts), "RollBackward0", (input,), _roll_vjp,
+                      attrs=((shifts if not isinstance(shifts, (list, tuple)) else shifts[0],),
+                             None))
+    shifts = tuple(shifts) if isinstance(shifts, (list, tuple)) else (shifts,)
+    dims = tuple(dims) if isinstance(dims, (list, tuple)) else (dims,)
+    if len(shifts) != len(dims):
+        raise RuntimeError("shifts and dimensions must align. shifts: %d, dims:%d"
+                           % (len(shifts), len(dims)))
+    dims = tuple(_wrap_dim(d, input._data.ndim) for d in dims)
+    return result(np.roll(input._data, shifts, dims), "RollBackward0", (input,), _roll_vjp,
+                  attrs=(shifts, dims))
+
+
+def narrow(input, dim, start, length):
+    d = _wrap_dim(dim, input._data.ndim)
+    n = input._data.shape[d]
+    if isinstance(start, Tensor):
+        start = int(start)
+    if start < 0:
+        start += n
+    if not (0 <= start <= n) or length < 0 or start + length > n:
+        raise RuntimeError("start (%d) + length (%d) exceeds dimension size (%d)."
+                           % (start, length, n))
+    idx = (slice(None),) * d + (slice(start, start + length),)
+    from .indexing import basic_index
+    return basic_index(input, idx, "SliceBackward0")
+
+
+def _tri_vjp(node, grads):
+    upper, k = node.attrs
+    return (grads[0].triu(k) if upper else grads[0].tril(k),)
+
+
+def tril(input, diagonal=0):
+    if input._data.ndim < 2:
+        raise RuntimeError("tril: input tensor must have at least 2 dimensions")
+    return result(np.tril(input._data, diagonal), "TrilBackward0", (input,), _tri_vjp,
+                  attrs=(False, diagonal))
+
+
+def triu(input, diagonal=0):
+    if input._data.ndim < 2:
+        raise RuntimeError("triu: input tensor must have at least 2 dimensions")
+    return result(np.triu(input._data, diagonal), "TriuBackward0", (input,), _tri_vjp,
+                  attrs=(True, diagonal))
+
+
+def _clone_vjp(node, grads):
+    return (grads[0],)
+
+
+def clone(input, *, memory_format=None):
+    return result(np.array(input._data, copy=True, order="K"), "CloneBackward0", (input,),
+                  _clone_vjp)
+
+
+def contiguous(input, memory_format=None):
+    if input._data.flags.c_contiguous:
+        return input
+    return result(np.ascontiguousarray(input._data), "CloneBackward0", (input,), _clone_vjp)
+
+
+def _to_vjp(node, grads):
+    return (grads[0].to(node.attrs[0]),)
+
+
+def to_dtype(input, dtype, copy=False):
+    d = _dt.as_dtype(dtype)
+    if d is input._dtype and not copy:
+        return input
+    arr = input._data.astype(d.np)
+    if d.category < 2:
+        return _make(arr)
+    return result(arr, "ToCopyBackward0", (input,), _to_vjp, attrs=(input._dtype,))
+
+
+def _repeat_vjp(node, grads):
+    shape, reps = node.attrs
+    g = grads[0]
+    lead = len(reps) - len(shape)
+    full = (1,) * lead + tuple(shape)
+    # (r0, s0, r1, s1, ...) then sum the repeat axes
+    split_shape = []
+    for r, s in zip(reps, full):
+        split_shape += [r, s]
+    g = g.reshape(*split_shape)
+    from .reduction import sum as _sum
+    g = _sum(g, tuple(range(0, 2 * len(reps), 2)))
+    return (g.reshape(shape),)
+
+
+def repeat(input, *sizes):
+    reps = _size_args(sizes)
+    if len(reps) < input._data.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
+                           "dimensions of tensor")
+    return result(np.tile(input._data, reps), "RepeatBackward0", (input,), _repeat_vjp,
+                  attrs=(input._data.shape, reps))
+
+
+for _name, _node in [("view", "ViewBackward0"), ("reshape", "ViewBackward0"),
+                     ("flatten", "ViewBackward0"), ("squeeze", "SqueezeBackward0"),
+                     ("unsqueeze", "UnsqueezeBackward0"), ("transpose", "TransposeBackward0"),
+                     ("permute", "PermuteBackward0"), ("t", "TBackward0"),
+                     ("expand", "ExpandBackward0"), ("broadcast_to", "ExpandBackward0"),
+                     ("expand_as", "ExpandBackward0"), ("cat", "CatBackward0"),
+                     ("stack", "StackBackward0"), ("split", "SplitBackward0"),
+                     ("chunk", "SplitBackward0"), ("unbind", "UnbindBackward0"),
+                     ("flip", "FlipBackward0"), ("roll", "RollBackward0"),
+                     ("narrow", "SliceBackward0"), ("tril", "TrilBackward0"),
+                     ("triu", "TriuBackward0"), ("clone", "CloneBackward0"),
+                     ("contiguous", "CloneBackward0"), ("to", "ToCopyBackward0"),
+                     ("repeat", "RepeatBackward0"), ("sum_to_size", "SumToSizeBackward0"),
+                     ("movedim", "PermuteBackward0")]:
+    register(OpDef(_name, "shape", node=_node, inplace=False))

@@ -1,0 +1,90 @@
+"""softmax / log_softmax: fused Numba row kernels forward and backward (numerically stable)."""
+import numpy as np
+
+from .. import dtypes as _dt
+from .._tensor import Tensor, _wrap_dim
+from ..grad_mode import STATE
+from ..kernels.cpu import softmax as K
+from .dispatch import needs_grad, new_node, save_output
+from .reduction import to3d
+from .registry import OpDef, register
+
+_make = Tensor._make
+
+
+def _from3d(o3, shape, d):
+    nd = len(shape)
+    keep = [k for k in range(nd) if k != d]
+    if o3.shape[2] == 1 and d != nd - 1:
+        r = o3.reshape([shape[k] for k in keep] + [shape[d]])
+        return np.moveaxis(r, -1, d)
+    return o3.reshape(shape)
+
+
+def _softmax_vjp(node, grads):
+    d, log = node.attrs
+    g = grads[0]
+    y = node.unpack("out")
+    if not STATE.enabled:
+        ya = node.array("out")
+        ga = g._data.astype(ya.dtype, copy=False)
+        g3 = to3d(np.ascontiguousarray(ga), (d,))
+        y3 = to3d(np.ascontiguousarray(ya), (d,))
+        o3 = np.empty_like(g3)
+        if g3.size:
+            K.softmax_bwd_cpu(g3, y3, o3, log)
+        return (_make(np.ascontiguousarray(_from3d(o3, ya.shape, d))),)
+    if log:
+        return (g - y.exp() * g.sum(d, keepdim=True),)
+    return (y * (g - (g * y).sum(d, keepdim=True)),)
+
+
+def _softmax(input, dim, dtype, log):
+    x = input
+    if dtype is not None:
+        x = x.to(dtype)
+    if x._dtype.category < 2:
+        raise RuntimeError('"%s_lastdim_kernel_impl" not implemented for \'%s\''
+                           % ("log_softmax" if log else "softmax", x._dtype._legacy))
+    if x._data.ndim == 0:
+        a = x._data.reshape(1, 1, 1)
+        d = 0
+    else:
+        d = _wrap_dim(dim, x._data.ndim)
+        a = x._data
+    cd = np.float32 if a.dtype == np.float16 else a.dtype
+    x3 = to3d(a.astype(cd, copy=False), (d,)) if a.ndim else a.astype(cd)
+    o3 = np.empty_like(x3)
+    if x3.size:
+        K.softmax_fwd_cpu(x3, o3, log)
+    out = _from3d(o3, x._data.shape, d) if x._data.ndim else o3.reshape(())
+    out = np.ascontiguousarray(out).astype(x._data.dtype, copy=False)
+    if needs_grad((x,)):
+        node = new_node("LogSoftmaxBackward0" if log else "SoftmaxBackward0", (x,), _softmax_vjp,
+                        None, (d, log))
+        t = _make(out, node)
+        save_output(node, "out", t)
+        return t
+    return _make(out)
+
+
+def _default_dim(input, dim, name):
+    if dim is None:
+        import warnings
+        warnings.warn("Implicit dimension choice for %s has been deprecated. Change the call to "
+                      "include dim=X as an argument." % name, UserWarning, stacklevel=3)
+        return 0 if input.ndim in (0, 1, 3) else 1
+    return dim
+
+
+def softmax(input, dim=None, dtype=None, *, _stacklevel=3):
+    return _softmax(input, _default_dim(input, dim, "softmax"), dtype, False)
+
+
+def log_softmax(input, dim=None, dtype=None, *, _stacklevel=3):
+    return _softmax(input, _default_dim(input, dim, "log_softmax"), dtype, True)
+
+
+register(OpDef("softmax", "structured", node="SoftmaxBackward0", inplace=False))
+register(OpDef("log_softmax", "structured", node="LogSoftmaxBackward0", inplace=False))
+del _dt

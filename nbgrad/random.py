@@ -1,0 +1,38 @@
+"""The default random generator (numpy's PCG64), seeded by ``nbgrad.manual_seed``."""
+import numpy as np
+
+__all__ = ["manual_seed", "seed", "initial_seed", "default_generator"]
+
+
+class Generator:
+    def __init__(self, seed=67280421310721):
+        self.manual_seed(seed)
+
+    def manual_seed(self, seed):
+        self._seed = int(seed)
+        self.rng = np.random.Generator(np.random.PCG64(self._seed & (2 ** 64 - 1)))
+        return self
+
+    def initial_seed(self):
+        return self._seed
+
+
+default_generator = Generator()
+
+
+def manual_seed(seed):
+    return default_generator.manual_seed(seed)
+
+
+def seed():
+    s = int(np.random.SeedSequence().entropy & (2 ** 63 - 1))
+    default_generator.manual_seed(s)
+    return s
+
+
+def initial_seed():
+    return default_generator.initial_seed()
+
+
+def rng(generator=None):
+    return (generator or default_generator).rng

@@ -1,0 +1,1 @@
+"""Test support shared by nbgrad's own tests: the op table (op_db) and numeric checks."""

@@ -1,0 +1,2 @@
+"""``nbgrad.utils``."""
+from . import hooks  # noqa: F401

@@ -1,0 +1,68 @@
+"""``RemovableHandle``: what every ``register_*hook`` returns.
+
+Hook registries are ``dict``s keyed by handle id (insertion ordered), so ``prepend=True`` is a
+rebuild with the new id first and removal is a ``pop``.
+"""
+import itertools
+import weakref
+
+__all__ = ["RemovableHandle"]
+
+
+class RemovableHandle:
+    """Removes its hook from one or more registries; idempotent; a context manager."""
+
+    _ids = itertools.count()
+    __slots__ = ("id", "_refs", "__weakref__")
+
+    def __init__(self, hooks_dict, *, extra_dict=None):
+        self.id = next(RemovableHandle._ids)
+        dicts = [hooks_dict] + (list(extra_dict) if isinstance(extra_dict, (list, tuple))
+                                else ([extra_dict] if extra_dict is not None else []))
+        self._refs = tuple(_ref(d) for d in dicts)
+
+    def remove(self):
+        for r in self._refs:
+            d = r()
+            if d is not None:
+                d.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+class _Strong:
+    __slots__ = ("d",)
+
+    def __init__(self, d):
+        self.d = d
+
+    def __call__(self):
+        return self.d
+
+
+def _ref(d):
+    try:
+        return weakref.ref(d)
+    except TypeError:  # plain dicts are not weak-referenceable
+        return _Strong(d)
+
+
+class HookDict(dict):
+    """A dict that can be weakly referenced (so a handle never keeps a graph alive)."""
+    __slots__ = ("__weakref__",)
+
+
+def prepend_to(d, key):
+    """Move ``key`` to the front of ordered dict ``d``."""
+    items = list(d.items())
+    d.clear()
+    for k, v in items:
+        if k == key:
+            d[k] = v
+    for k, v in items:
+        if k != key:
+            d[k] = v
