@@ -15,6 +15,7 @@ from .grad_mode import STATE
 from .utils.hooks import HookDict, RemovableHandle
 
 __all__ = ["Tensor"]
+_FROM_NP = _dt._FROM_NP
 
 _NONLEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
@@ -25,9 +26,11 @@ _NONLEAF_GRAD_WARNING = (
 
 
 class Tensor:
-    __slots__ = ("_data", "_dtype", "_requires_grad", "grad_fn", "_output_nr", "_grad", "_vc",
-                 "_base", "_accum", "_hooks", "_post_acc_hooks", "_retains_grad", "_inference",
-                 "_is_param", "__weakref__", "__dict__")
+    __slots__ = ("_data", "_dtype", "_requires_grad", "grad_fn", "_output_nr", "_vc",
+                 "_inference", "__weakref__", "__dict__")
+    # Rarely-set fields: class defaults, overridden per instance only when used (cheap creation).
+    _grad = _base = _accum = _hooks = _post_acc_hooks = None
+    _retains_grad = _is_param = False
     __array_priority__ = 1000  # numpy defers to our reflected operators
 
     # -- construction ---------------------------------------------------------------------
@@ -42,24 +45,27 @@ class Tensor:
     @staticmethod
     def _init(self, arr, grad_fn, output_nr, vc, base):
         self._data = arr
-        self._dtype = _dt._FROM_NP[arr.dtype]
+        self._dtype = _FROM_NP[arr.dtype]
         self._requires_grad = grad_fn is not None
         self.grad_fn = grad_fn
         self._output_nr = output_nr
-        self._grad = None
         self._vc = vc if vc is not None else [0]
-        self._base = base
-        self._accum = None
-        self._hooks = None
-        self._post_acc_hooks = None
-        self._retains_grad = False
+        if base is not None:
+            self._base = base
         self._inference = STATE.inference
-        self._is_param = False
 
     @classmethod
     def _make(cls, arr, grad_fn=None, output_nr=0, vc=None, base=None):
         t = object.__new__(cls)
-        Tensor._init(t, arr, grad_fn, output_nr, vc, base)
+        t._data = arr
+        t._dtype = _FROM_NP[arr.dtype]
+        t._requires_grad = grad_fn is not None
+        t.grad_fn = grad_fn
+        t._output_nr = output_nr
+        t._vc = vc if vc is not None else [0]
+        if base is not None:
+            t._base = base
+        t._inference = STATE.inference
         return t
 
     # -- metadata -------------------------------------------------------------------------

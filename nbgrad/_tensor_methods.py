@@ -134,12 +134,29 @@ def _inplace_op(fn):
     return op
 
 
+from .ops.dispatch import binary as _binary  # noqa: E402
+from .ops.registry import REGISTRY as _R  # noqa: E402
+
+_FAST = (Tensor, float, int, bool)
+
+
+def _fast(name, fallback):
+    """Operators call the binary fast path directly for Tensor / Python-number operands."""
+    op = _R[name]
+
+    def method(self, other):
+        if isinstance(other, _FAST):
+            return _binary(op, self, other)
+        return fallback(self, other)
+    return method
+
+
 _OPS = {
-    "__add__": _binop(api.add), "__radd__": _binop(api.add),
+    "__add__": _fast("add", _binop(api.add)), "__radd__": _fast("add", _binop(api.add)),
     "__sub__": _binop(api.sub), "__rsub__": lambda s, o: api.rsub(s, o) if _operand(o)
     is not NotImplemented else NotImplemented,
-    "__mul__": _binop(api.mul), "__rmul__": _binop(api.mul),
-    "__truediv__": _binop(api.div), "__rtruediv__": _rtruediv,
+    "__mul__": _fast("mul", _binop(api.mul)), "__rmul__": _fast("mul", _binop(api.mul)),
+    "__truediv__": _fast("div", _binop(api.div)), "__rtruediv__": _rtruediv,
     "__floordiv__": _binop(api.floor_divide), "__rfloordiv__": _rfloordiv,
     "__mod__": _binop(api.remainder), "__rmod__": _rmod,
     "__pow__": _binop(api.pow), "__rpow__": _binop(api.pow, reflected=True),

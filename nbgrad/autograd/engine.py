@@ -47,15 +47,29 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
 
     prev = grad_mode.STATE.enabled
     grad_mode.STATE.enabled = create_graph
+    plain = execute is None and not ANOMALY.enabled
+    heappop, heappush = heapq.heappop, heapq.heappush
     try:
         while ready:
-            node = heapq.heappop(ready)[2]
+            node = heappop(ready)[2]
             slots = buffers.pop(node, None)
             outs = None
-            if slots is not None and (execute is None or node in execute
-                                      or (captures is not None and node in captures)):
-                outs = _run_node(node, slots, keep_graph, create_graph, captures, captured,
-                                 execute)
+            if slots is not None:
+                if plain and type(node) is not AccumulateGrad and node._tensor_hooks is None \
+                        and node._retain is None and node._pre_hooks is None \
+                        and node._post_hooks is None and captures is None:
+                    # the common case: no hooks, no captures (NOTE [hook order] is moot)
+                    if len(slots) == 1 and 0 in slots and getattr(node, "_nout", 1) == 1:
+                        outs = _fit(node, node.apply((slots[0],)))
+                        if not keep_graph:
+                            node.release()
+                    else:
+                        outs = _run_node(node, slots, keep_graph, create_graph, captures,
+                                         captured, execute)
+                elif execute is None or node in execute or (captures is not None
+                                                            and node in captures):
+                    outs = _run_node(node, slots, keep_graph, create_graph, captures, captured,
+                                     execute)
             for i, (child, nr) in enumerate(node.next_functions):
                 if child is None:
                     continue
@@ -66,7 +80,7 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
                 left = deps[child] - 1
                 deps[child] = left
                 if left == 0:
-                    heapq.heappush(ready, (-child._seq, next(tick), child))
+                    heappush(ready, (-child._seq, next(tick), child))
     finally:
         grad_mode.STATE.enabled = prev
     return captured

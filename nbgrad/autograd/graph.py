@@ -29,17 +29,16 @@ class Node:
       _post_hooks     HookDict               register_hook(fn(grad_inputs, grad_outputs))
     """
 
-    __slots__ = ("next_functions", "_seq", "_in_meta", "_tensor_hooks", "_retain", "_pre_hooks",
-                 "_post_hooks", "_metadata", "_trace", "__weakref__")
+    # Rarely-set fields are class-level defaults that an instance overrides in its __dict__
+    # only when used, so creating a node sets three slots (NOTE [per-op cost]).
+    __slots__ = ("next_functions", "_seq", "_in_meta", "__dict__", "__weakref__")
     _name = None
+    _tensor_hooks = _retain = _pre_hooks = _post_hooks = _metadata = _trace = None
 
     def __init__(self, next_functions=(), in_meta=()):
         self.next_functions = next_functions
         self._in_meta = in_meta          # (shape, dtype) per slot: the engine sums/casts to it
         self._seq = next_seq()
-        self._tensor_hooks = self._retain = self._pre_hooks = self._post_hooks = None
-        self._metadata = None
-        self._trace = None
 
     def name(self):
         return self._name or type(self).__name__
@@ -115,23 +114,66 @@ class AccumulateGrad(Node):
 # unpack; holding the output Tensor would make out -> node -> out a reference cycle.
 
 class SavedTensor:
-    __slots__ = ("tensor", "data", "vc", "version", "is_output", "hooked")
+    """A saved input: the tensor itself plus the version it had when saved."""
 
-    def __init__(self, t, is_output=False):
-        self.vc = t._vc
+    __slots__ = ("tensor", "version", "hooked")
+    is_output = False
+
+    def __init__(self, t):
+        self.tensor = t
         self.version = t._vc[0]
-        self.is_output = is_output
-        self.data = t._data
         self.hooked = None
         if _saved_hooks.stack:
-            pack, _ = _saved_hooks.stack[-1]
-            self.hooked = (pack(t), _saved_hooks.stack[-1][1])
+            pack, unpack = _saved_hooks.stack[-1]
+            self.hooked = (pack(t), unpack)
             self.tensor = None
+
+    @property
+    def vc(self):
+        return self.tensor._vc
+
+    @property
+    def data(self):
+        return self.tensor._data if self.tensor is not None else None
+
+    def check(self, node):
+        if self.tensor._vc[0] != self.version:
+            from .._tensor import version_error
+            raise version_error(self, node)
+
+    def array(self, node):
+        if self.hooked is not None:
+            return self.unpack(node)._data
+        t = self.tensor
+        if t._vc[0] != self.version:
+            self.check(node)
+        return t._data
+
+    def unpack(self, node):
+        if self.hooked is not None:
+            return self.hooked[1](self.hooked[0])
+        t = self.tensor
+        if t._vc[0] != self.version:
+            self.check(node)
+        return t
+
+
+class SavedOutput:
+    """A saved output: (array, version counter) only -- see NOTE [saved tensor lifetime]."""
+
+    __slots__ = ("data", "vc", "version", "hooked")
+    is_output = True
+    tensor = None
+
+    def __init__(self, t):
+        self.data = t._data
+        self.vc = t._vc
+        self.version = t._vc[0]
+        self.hooked = None
+        if _saved_hooks.stack:
+            pack, unpack = _saved_hooks.stack[-1]
+            self.hooked = (pack(t), unpack)
             self.data = None
-        elif is_output:
-            self.tensor = None
-        else:
-            self.tensor = t
 
     def check(self, node):
         if self.vc[0] != self.version:
@@ -150,10 +192,8 @@ class SavedTensor:
             return self.hooked[1](self.hooked[0])
         if self.vc[0] != self.version:
             self.check(node)
-        if self.tensor is not None:
-            return self.tensor
         from .._tensor import Tensor
-        return Tensor._make(self.data, grad_fn=node, vc=self.vc)
+        return Tensor._make(self.data, node, 0, self.vc)
 
 
 class _SavedHooks:

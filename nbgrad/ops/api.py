@@ -9,7 +9,7 @@ from .. import dtypes as _dt
 from .._tensor import Tensor
 from ..grad_mode import STATE
 from . import pointwise as _pwdefs  # noqa: F401  (fills the registry)
-from .dispatch import _broadcast_error, pointwise, save_output
+from .dispatch import _broadcast_error, binary, pointwise, save_output, unary
 from .registry import REGISTRY
 
 R = REGISTRY
@@ -57,6 +57,8 @@ def _unary(name):
     op = R[name]
 
     def f(input, *, out=None):
+        if out is None and isinstance(input, Tensor):
+            return unary(op, input)
         return write_out(pointwise(op, (_t(input, name),)), out, name)
     f.__name__ = name
     f.__doc__ = "Elementwise ``%s`` (see ``torch.%s``)." % (op.formula, name)
@@ -79,6 +81,8 @@ def round(input, *, decimals=0, out=None):  # noqa: A001
 
 
 def add(input, other, *, alpha=1, out=None):
+    if alpha == 1 and out is None and isinstance(input, Tensor):
+        return binary(R["add"], input, other)
     other = _operand(other)
     if alpha != 1:
         other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
@@ -90,6 +94,8 @@ def add(input, other, *, alpha=1, out=None):
 
 
 def sub(input, other, *, alpha=1, out=None):
+    if alpha == 1 and out is None and isinstance(input, Tensor) and input._dtype is not _dt.bool:
+        return binary(R["sub"], input, other)
     other = _operand(other)
     if input._dtype is _dt.bool and isinstance(other, Tensor) and other._dtype is _dt.bool:
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
@@ -110,6 +116,8 @@ def rsub(input, other, *, alpha=1):
 
 
 def mul(input, other, *, out=None):
+    if out is None and isinstance(input, Tensor):
+        return binary(R["mul"], input, other)
     if not isinstance(input, Tensor):
         input, other = other, input
     return write_out(pointwise(R["mul"], (_t(input, "mul"), _operand(other))), out, "mul")
@@ -119,6 +127,8 @@ multiply = mul
 
 
 def div(input, other, *, rounding_mode=None, out=None):
+    if rounding_mode is None and out is None and isinstance(input, Tensor):
+        return binary(R["div"], input, other)
     if not isinstance(input, Tensor):
         from ..creation import tensor
         input = tensor(input, dtype=other._dtype if other._dtype.category >= 2 else None)

@@ -18,7 +18,7 @@ class OpDef:
 
     __slots__ = ("name", "kind", "node", "formula", "partials", "args", "attrs", "saves",
                  "rule", "numpy", "method", "inplace", "hints", "differentiable",
-                 "vjp", "jvp", "bool_args", "notes")
+                 "vjp", "jvp", "bool_args", "notes", "kernels")
 
     def __init__(self, name, kind, *, node=None, formula=None, partials=(), args=("x",),
                  attrs=(), rule="promote", numpy=None, method=True, inplace=True, vjp=None,
@@ -40,6 +40,7 @@ class OpDef:
         self.bool_args = tuple(bool_args)
         self.notes = notes
         self.differentiable = bool(node)
+        self.kernels = {}  # (compute dtype, with attrs) -> forward kernel, filled on first use
         used = set()
         for p in self.partials:
             if p is not None:
@@ -53,7 +54,9 @@ class OpDef:
 class FnNode(Node):
     """Node of a registry op: ``apply`` calls the op's backward with this node as context."""
 
-    __slots__ = ("op", "saved", "attrs", "_nout", "_released")
+    __slots__ = ("op", "saved", "attrs")
+    _nout = 1
+    _released = False
 
     def apply(self, grads):
         if self._released:
