@@ -333,23 +333,29 @@ def check_inplace(self):
                            "details.")
     if not STATE.enabled:
         return
-    if self.grad_fn is None and self._requires_grad:
-        if self._base is not None:
-            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
-                               "in-place operation.")
+    base = self._base
+    if base is not None and base.grad_fn is None and base._requires_grad:
+        if getattr(self, "_view_no_grad", False):
+            raise RuntimeError(
+                "A view was created in no_grad mode and is being modified inplace with grad mode "
+                "enabled. Given that this use case is ambiguous and error-prone, it is forbidden. "
+                "You can clarify your code by moving both the view and the inplace either both "
+                "inside the no_grad block (if you don't want the inplace to be tracked) or both "
+                "outside (if you want the inplace to be tracked).")
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
+    if self.grad_fn is None and self._requires_grad and base is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
-    if self._base is not None and self._base._requires_grad:
-        raise RuntimeError("nbgrad: in-place operations on a view of a tensor that requires grad "
-                           "are not supported yet (PyTorch rebases the view's history with "
-                           "CopySlices); clone() the view first")
 
 
 def inplace(self, fn, *args, **kwargs):
     """``self.<op>_(...)``: compute out of place, write into self's storage, rewire history.
 
     A saved copy of the old value stands in for ``self`` so the op's backward (which may need
-    the input) never sees the overwritten storage.
+    the input) never sees the overwritten storage.  NOTE [in-place on a view]: when ``self`` is
+    a view and the write is recorded, the base's history is rewritten with a CopySlices node
+    (``_rebase``) so gradients reach the base and everything it came from.
     """
     check_inplace(self)
     record = STATE.enabled and (self._requires_grad or any(
@@ -358,6 +364,8 @@ def inplace(self, fn, *args, **kwargs):
     if record:
         src = _make(self._data.copy(), self.grad_fn, self._output_nr)
         src._requires_grad = self._requires_grad
+        if self.grad_fn is None and self._requires_grad:  # a no_grad view: its own accumulator
+            src._accum = None
     res = fn(src, *args, **kwargs)
     if res._dtype.category > self._dtype.category:
         raise RuntimeError("result type %s can't be cast to the desired output type %s"
@@ -375,9 +383,63 @@ def inplace(self, fn, *args, **kwargs):
     self._vc[0] += 1
     if res.grad_fn is not None:
         node = res.grad_fn
-        self.grad_fn = node
-        self._output_nr = res._output_nr
-        self._requires_grad = True
+        if self._base is not None and (self._base._requires_grad or record):
+            _rebase(self, node)
+        else:
+            self.grad_fn = node
+            self._output_nr = res._output_nr
+            self._requires_grad = True
         if node.saved and "out" in node.saved:
             save_output(node, "out", self)
     return self
+
+
+def _view_positions(view, base):
+    """Flat (C-order) positions in ``base`` of each element of ``view`` (same storage)."""
+    b = base._data
+    if not b.flags.c_contiguous:
+        raise RuntimeError("nbgrad: in-place on a view of a non-contiguous tensor that requires "
+                           "grad is not supported; clone() the base first")
+    isz = b.itemsize
+    off = (view._data.__array_interface__["data"][0] - b.__array_interface__["data"][0]) // isz
+    strides = tuple(st // isz for st in view._data.strides)
+    lin = np.arange(b.size, dtype=np.int64)
+    return np.lib.stride_tricks.as_strided(lin[off:], shape=view._data.shape,
+                                           strides=tuple(st * 8 for st in strides)).copy()
+
+
+def _rebase(view, node):
+    """PyTorch's CopySlices: the base's new grad_fn routes the region's gradient through the
+    in-place op's node; the view becomes an AsStrided view of the new base."""
+    from ..autograd.engine import _fit
+    from ..autograd.graph import edge
+    from .dispatch import new_node
+    from .indexing import _scatter_lin, _take_lin
+    base = view._base
+    lin = _view_positions(view, base)
+    shape = base._data.shape
+
+    def copy_slices_vjp(cs, grads):
+        g = grads[0]
+        gslice = _take_lin(g, lin)
+        inner = _fit(node, node.op(node, (gslice,)))
+        keep = g - _scatter_lin(gslice, shape, lin)     # g with the view region zeroed
+        gbase = keep if inner[0] is None else keep + _scatter_lin(inner[0], shape, lin)
+        return (gbase,) + tuple(inner[1:])
+
+    cs = new_node("torch::autograd::CopySlices", (), copy_slices_vjp)
+    cs.next_functions = (edge(base),) + node.next_functions[1:]
+    cs._in_meta = ((shape, base._dtype),) + node._in_meta[1:]
+    base.grad_fn = cs
+    base._output_nr = 0
+    base._requires_grad = True
+
+    def as_strided_vjp(n, grads):
+        return (_scatter_lin(grads[0], shape, lin),)
+
+    vn = new_node("AsStridedBackward0", (), as_strided_vjp)
+    vn.next_functions = ((cs, 0),)
+    vn._in_meta = ((shape, base._dtype),)
+    view.grad_fn = vn
+    view._output_nr = 0
+    view._requires_grad = True

@@ -210,7 +210,12 @@ def index_put(x, idx, value):
 
 
 def setitem(x, idx, value):
+    from ..grad_mode import STATE
     from .api import inplace
+    if STATE.enabled and x.grad_fn is None and x._requires_grad:
+        # PyTorch writes through a view (x[idx].copy_(value)), hence the "view of a leaf" text
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
     if isinstance(value, (list, tuple, np.ndarray)):
         from ..creation import tensor
         value = tensor(value, dtype=x._dtype)

@@ -16,8 +16,11 @@ def view_result(arr, name, x, vjp, attrs=None):
     base = x._base if x._base is not None else x
     node = new_node(name, (x,), vjp, None, attrs) if needs_grad((x,)) else None
     t = _make(arr, node, 0, x._vc, base)
-    if node is None and x._requires_grad and x.grad_fn is None:
-        t._requires_grad = False
+    if node is None and x._requires_grad:
+        # a view made under no_grad still requires grad (PyTorch); in-place on it later with
+        # grad enabled is an error (see ops.api.check_inplace)
+        t._requires_grad = True
+        t._view_no_grad = True
     return t
 
 
