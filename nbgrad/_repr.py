@@ -90,7 +90,7 @@ def _str(arr, fmt, indent, summarize):
         return fmt.format(arr.item())
     if arr.ndim == 1:
         items = [fmt.format(v) for v in arr.tolist()] if not summarize or arr.shape[0] <= 2 * EDGEITEMS \
-            else ([fmt.format(v) for v in arr[:EDGEITEMS].tolist()] + ["..."]
+            else ([fmt.format(v) for v in arr[:EDGEITEMS].tolist()] + [" ..."]
                   + [fmt.format(v) for v in arr[-EDGEITEMS:].tolist()])
         per_line = max(1, (LINEWIDTH - indent) // (fmt.max_width + 2))
         lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
@@ -119,7 +119,8 @@ def tensor_repr(t):
             fmt = _complex_str(view)
         else:
             fmt = _Formatter(view.astype(np.float64) if d is _dt.float16 else view, d)
-        body = _str(view, fmt, len(prefix), summarize)
+        body = _str(arr if d is not _dt.float16 else arr.astype(np.float32), fmt, len(prefix),
+                    summarize)
     if d is not _dt.get_default_dtype() and d not in (_dt.int64, _dt.bool) and not (
             d is _dt.complex64 and _dt.get_default_dtype() is _dt.float32):
         suffixes.append("dtype=" + "torch." + d.name if False else "dtype=nbgrad." + d.name)
