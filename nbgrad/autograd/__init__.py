@@ -5,9 +5,10 @@ from . import graph  # noqa: F401
 from .anomaly_mode import (detect_anomaly, is_anomaly_check_nan_enabled,  # noqa: F401
                            is_anomaly_enabled, set_detect_anomaly)
 from .engine import run_backward
+from .gradcheck import gradcheck, gradgradcheck  # noqa: F401,E402  (function shadows module)
 from .graph import edge
 
-__all__ = ["backward", "grad", "detect_anomaly", "set_detect_anomaly", "graph"]
+__all__ = ["backward", "grad", "detect_anomaly", "set_detect_anomaly", "graph", "Function"]
 
 
 def _tensor_list(x):
@@ -143,3 +144,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         result.append(g)
     del single
     return tuple(result)
+
+
+def __getattr__(name):
+    # Submodules that need Tensor are imported on first use (nbgrad._tensor imports this
+    # package while it is being defined).
+    import importlib
+    if name in ("Function", "FunctionCtx", "once_differentiable"):
+        return getattr(importlib.import_module(".function", __name__), name)
+    if name in ("function", "functional", "forward_ad", "profiler"):
+        return importlib.import_module("." + name, __name__)
+    raise AttributeError("module 'nbgrad.autograd' has no attribute %r" % name)

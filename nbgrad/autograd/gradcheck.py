@@ -1,0 +1,269 @@
+"""gradcheck / gradgradcheck: compare analytical gradients with float64 finite differences.
+
+``nbgrad.autograd.gradcheck`` is the function; this module stays importable by its full name
+(``from nbgrad.autograd.gradcheck import GradcheckError``), as in PyTorch.  No top-level Tensor
+import: nbgrad._tensor imports the autograd package.
+"""
+import warnings
+
+import numpy as np
+
+__all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
+
+
+class GradcheckError(RuntimeError):
+    """Raised by gradcheck/gradgradcheck when a check fails (raise_exception=True)."""
+
+
+def _as_tuple(x):
+    from .._tensor import Tensor
+    if isinstance(x, Tensor):
+        return (x,), True
+    return tuple(x), False
+
+
+def _outputs(func, inputs):
+    from .._tensor import Tensor
+    out = func(*inputs)
+    outs, _ = _as_tuple(out) if not isinstance(out, (list, tuple)) else (tuple(out), False)
+    return tuple(o for o in outs if isinstance(o, Tensor))
+
+
+def _differentiable(outs):
+    return [o for o in outs if o._dtype.category >= 2]
+
+
+def _numerical_jacobians(func, inputs, idx, eps):
+    """J[k][i]: (n_in_i, n_out_k) central differences, perturbing inputs[i] element-wise."""
+    import nbgrad
+    outs0 = _differentiable(_outputs(func, inputs))
+    jac = [[None] * len(inputs) for _ in outs0]
+    for i in idx:
+        x = inputs[i]
+        flat = x._data.reshape(-1) if x._data.flags.c_contiguous else None
+        n = x._data.size
+        cols = [np.zeros((n, o._data.size)) for o in outs0]
+        for j in range(n):
+            orig = x._data.reshape(-1)[j] if flat is not None else x._data.flat[j]
+
+            def run(v):
+                # grad mode stays on: func may differentiate internally (gradgradcheck)
+                x._data.flat[j] = v
+                return [o._data.astype(np.complex128 if o._dtype.category == 3 else
+                                       np.float64).reshape(-1).copy()
+                        for o in _differentiable(_outputs(func, inputs))]
+            plus = run(orig + eps)
+            minus = run(orig - eps)
+            x._data.flat[j] = orig
+            for k in range(len(outs0)):
+                cols[k][j] = ((plus[k] - minus[k]) / (2 * eps)).real
+        for k in range(len(outs0)):
+            jac[k][i] = cols[k]
+    return jac
+
+
+def _analytical_jacobians(func, inputs, idx, check_grad_dtypes):
+    import nbgrad
+    outs = _differentiable(_outputs(func, inputs))
+    jac = [[np.zeros((inputs[i]._data.size, o._data.size)) for i in range(len(inputs))]
+           for o in outs]
+    diff_inputs = [inputs[i] for i in idx]
+    for k, o in enumerate(outs):
+        if not o._requires_grad:
+            continue
+        for m in range(o._data.size):
+            e = np.zeros(o._data.size)
+            e[m] = 1.0
+            go = nbgrad.tensor(e.reshape(o._data.shape), dtype=o._dtype)
+            grads = nbgrad.autograd.grad(o, diff_inputs, go, retain_graph=True,
+                                         allow_unused=True)
+            for i, g in zip(idx, grads):
+                if g is None:
+                    continue
+                if check_grad_dtypes and g._dtype is not inputs[i]._dtype:
+                    raise GradcheckError("Gradient has dtype mismatch")
+                jac[k][i][:, m] = g._data.reshape(-1).real
+    return jac
+
+
+def _fmt(a):
+    import nbgrad
+    return repr(nbgrad.tensor(a, dtype=nbgrad.float64))
+
+
+def _fail(msg, raise_exception):
+    if raise_exception:
+        raise GradcheckError(msg)
+    return False
+
+
+def _prepare(inputs, fname="gradcheck"):
+    from .._tensor import Tensor
+    inputs, _ = _as_tuple(inputs)
+    idx = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t._requires_grad]
+    if not idx:
+        raise ValueError("%s expects at least one input tensor to require gradient, but none "
+                         "of them have requires_grad=True." % fname)
+    for i in idx:
+        if inputs[i]._dtype.name not in ("float64", "complex128"):
+            warnings.warn("Input #%d requires gradient and is not a double precision floating "
+                          "point or complex. This check will likely fail if all the inputs are "
+                          "not of double precision floating point or complex. " % i,
+                          UserWarning, stacklevel=3)
+    return inputs, idx
+
+
+def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exception=True,
+              nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
+              check_batched_grad=False, check_batched_forward_grad=False,
+              check_forward_ad=False, check_backward_ad=True, fast_mode=False, masked=None):
+    """Check ``func``'s gradients at ``inputs`` against central finite differences."""
+    import nbgrad
+    inputs, idx = _prepare(inputs)
+    outs = _differentiable(_outputs(func, inputs))
+    if check_backward_ad:
+        if fast_mode:
+            ok = _fast_check(func, inputs, idx, outs, eps, atol, rtol, raise_exception)
+        else:
+            num = _numerical_jacobians(func, inputs, idx, eps)
+            ana = _analytical_jacobians(func, inputs, idx, check_grad_dtypes)
+            ok = True
+            for k in range(len(outs)):
+                for i in idx:
+                    if not np.allclose(ana[k][i], num[k][i], rtol=rtol, atol=atol):
+                        return _fail("Jacobian mismatch for output %d with respect to input %d,\n"
+                                     "numerical:%s\nanalytical:%s\n"
+                                     % (k, i, _fmt(num[k][i]), _fmt(ana[k][i])),
+                                     raise_exception)
+            ana2 = _analytical_jacobians(func, inputs, idx, False)
+            for k in range(len(outs)):
+                for i in idx:
+                    if np.max(np.abs(ana2[k][i] - ana[k][i]), initial=0.0) > nondet_tol:
+                        return _fail(
+                            "Backward is not reentrant, i.e., running backward with same input "
+                            "and grad_output multiple times gives different values, although "
+                            "analytical gradient matches numerical gradient.The tolerance for "
+                            "nondeterminism was %s.\n\nNOTE: If your op relies on "
+                            "non-deterministic operations i.e., it is listed here:\nhttps://"
+                            "pytorch.org/docs/stable/generated/torch.use_deterministic_algorithms"
+                            ".html\nthis failure might be expected.\n\nIf you are adding a new "
+                            "operator, please file an issue and then use one of the\nworkarounds."
+                            " The workaround depends on how your test invokes gradcheck/"
+                            "gradgradcheck.\nIf the test\n- manually invokes gradcheck/"
+                            "gradgradcheck, then call gradcheck/gradgradcheck\n  with `nondet_tol"
+                            "=<tol>` as a keyword argument.\n" % nondet_tol, raise_exception)
+        if not ok:
+            return False
+        if check_undefined_grad:
+            diff = [inputs[i] for i in idx]
+            live = [o for o in outs if o._requires_grad]
+            if live:
+                zeros = [nbgrad.zeros_like(o) for o in live]
+                grads = nbgrad.autograd.grad(live, diff, zeros, allow_unused=True)
+                for g in grads:
+                    if g is not None and np.any(g._data != 0):
+                        return _fail("Expected backward function to handle undefined output "
+                                     "grads. Please look at \"Notes about undefined output "
+                                     "gradients\" in \"tools/autograd/derivatives.yaml\"",
+                                     raise_exception)
+        if check_batched_grad:
+            if not _linearity_check(outs, inputs, idx, atol, rtol):
+                return _fail("gradcheck or gradgradcheck failed while testing batched gradient "
+                             "computation.", raise_exception)
+    if check_forward_ad:
+        from .forward_ad import _check_forward_ad
+        if not _check_forward_ad(func, inputs, idx, eps, atol, rtol):
+            return _fail("Jacobian computed with forward mode mismatch for output 0 with respect "
+                         "to input 0", raise_exception)
+    return True
+
+
+def _linearity_check(outs, inputs, idx, atol, rtol):
+    """Batched grads equal per-row grads: here, VJPs of two cotangents add up (linearity)."""
+    import nbgrad
+    live = [o for o in outs if o._requires_grad]
+    if not live:
+        return True
+    rng = np.random.default_rng(0)
+    diff = [inputs[i] for i in idx]
+    vs = [[nbgrad.tensor(rng.standard_normal(o._data.shape), dtype=o._dtype) for o in live]
+          for _ in range(2)]
+    g1 = nbgrad.autograd.grad(live, diff, vs[0], retain_graph=True, allow_unused=True)
+    g2 = nbgrad.autograd.grad(live, diff, vs[1], retain_graph=True, allow_unused=True)
+    g12 = nbgrad.autograd.grad(live, diff, [a + b for a, b in zip(*vs)], retain_graph=True,
+                               allow_unused=True)
+    for a, b, c in zip(g1, g2, g12):
+        if a is None:
+            continue
+        if not np.allclose(a._data + b._data, c._data, rtol=rtol, atol=atol):
+            return False
+    return True
+
+
+def _fast_check(func, inputs, idx, outs, eps, atol, rtol, raise_exception):
+    """Fast mode: compare v^T J u (random u, v) numerically and analytically."""
+    import nbgrad
+    rng = np.random.default_rng(0)
+    for k, o in enumerate(outs):
+        v = rng.standard_normal(o._data.shape)
+        for i in idx:
+            x = inputs[i]
+            u = rng.standard_normal(x._data.shape)
+            orig = x._data.copy()
+            x._data[...] = orig + eps * u
+            plus = _differentiable(_outputs(func, inputs))[k]._data.astype(np.float64)
+            x._data[...] = orig - eps * u
+            minus = _differentiable(_outputs(func, inputs))[k]._data.astype(np.float64)
+            x._data[...] = orig
+            numerical = float((((plus - minus) / (2 * eps)) * v).sum())
+            outs2 = _differentiable(_outputs(func, inputs))
+            analytical = 0.0
+            if outs2[k]._requires_grad:
+                (g,) = nbgrad.autograd.grad(outs2[k], [x], nbgrad.tensor(v, dtype=o._dtype),
+                                            allow_unused=True)
+                if g is not None:
+                    analytical = float((g._data * u).sum())
+            if not abs(numerical - analytical) <= atol + rtol * abs(numerical):
+                num = _numerical_jacobians(func, inputs, [i], eps)[k][i]
+                ana = _analytical_jacobians(func, inputs, [i], False)[k][i]
+                return _fail(
+                    "Jacobian mismatch for output %d with respect to input %d,\nnumerical:%r\n"
+                    "analytical:%r\n\nThe above quantities relating the numerical and analytical "
+                    "jacobians are computed in fast mode. See: https://github.com/pytorch/pytorch/"
+                    "issues/53876 for more background about fast mode. Below, we recompute "
+                    "numerical and analytical jacobians in slow mode:\n\nNumerical:\n %s\n"
+                    "Analytical:\n%s\n\nThe max per-element difference (slow mode) is: %r.\n"
+                    % (k, i, numerical, analytical, _fmt(num), _fmt(ana),
+                       float(np.max(np.abs(num - ana), initial=0.0))), raise_exception)
+    return True
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-06, atol=1e-05, rtol=0.001,
+                  gen_non_contig_grad_outputs=False, raise_exception=True, nondet_tol=0.0,
+                  check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
+                  check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False,
+                  masked=False):
+    """gradcheck of the first-order gradients (computed with create_graph=True)."""
+    import nbgrad
+    inputs, idx = _prepare(inputs, "gradgradcheck")
+    outs = _differentiable(_outputs(func, inputs))
+    if grad_outputs is None:
+        rng = np.random.default_rng(0)
+        grad_outputs = tuple(nbgrad.tensor(rng.standard_normal(o._data.shape), dtype=o._dtype,
+                                           requires_grad=True) for o in outs)
+    else:
+        grad_outputs, _ = _as_tuple(grad_outputs)
+    n_in = len(inputs)
+
+    def first_order(*args):
+        ins, gos = args[:n_in], args[n_in:]
+        o = [t for t in _differentiable(_outputs(func, ins)) if t._requires_grad]
+        diff = [ins[i] for i in idx]
+        grads = nbgrad.autograd.grad(o, diff, list(gos[:len(o)]), create_graph=True,
+                                     allow_unused=True)
+        return tuple(g for g in grads if g is not None)
+
+    return gradcheck(first_order, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol,
+                     rtol=rtol, raise_exception=raise_exception, nondet_tol=nondet_tol,
+                     check_undefined_grad=False, check_grad_dtypes=check_grad_dtypes,
+                     fast_mode=fast_mode)
