@@ -156,7 +156,7 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
             return False
         if check_undefined_grad:
             diff = [inputs[i] for i in idx]
-            live = [o for o in outs if o._requires_grad]
+            live = [o for o in _differentiable(_outputs(func, inputs)) if o._requires_grad]
             if live:
                 zeros = [nbgrad.zeros_like(o) for o in live]
                 grads = nbgrad.autograd.grad(live, diff, zeros, allow_unused=True)
@@ -167,7 +167,8 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
                                      "gradients\" in \"tools/autograd/derivatives.yaml\"",
                                      raise_exception)
         if check_batched_grad:
-            if not _linearity_check(outs, inputs, idx, atol, rtol):
+            if not _linearity_check(_differentiable(_outputs(func, inputs)), inputs, idx, atol,
+                                    rtol):
                 return _fail("gradcheck or gradgradcheck failed while testing batched gradient "
                              "computation.", raise_exception)
     if check_forward_ad:
