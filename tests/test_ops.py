@@ -145,12 +145,15 @@ def test_matches_torch(case):
 
 
 def test_every_registry_op_has_an_op_db_entry():
-    missing = set(REGISTRY) - op_db.op_names()
+    # ops users create with nbgrad.elementwise are theirs, not part of the built-in registry
+    builtin = {n for n in REGISTRY if not n.startswith("elementwise.")}
+    missing = builtin - op_db.op_names()
     assert not missing, "ops without an op_db entry: %s" % sorted(missing)
 
 
 def test_every_differentiable_op_is_grad_tested():
     tested = {info.name for info in OP_DB if info.grad}
-    missing = {n for n, op in REGISTRY.items() if op.differentiable} - tested
+    missing = {n for n, op in REGISTRY.items()
+               if op.differentiable and not n.startswith("elementwise.")} - tested
     allowed = {"argmax", "argmin", "nonzero"}
     assert not (missing - allowed), sorted(missing - allowed)

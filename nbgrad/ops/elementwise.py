@@ -1,0 +1,173 @@
+"""``nbgrad.elementwise``: turn a scalar Python formula into a differentiable elementwise op.
+
+    @nbgrad.elementwise
+    def gelu(x):
+        return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))
+
+The function body (one ``return`` expression) is differentiated symbolically here, per argument,
+and registered like any op in ops/pointwise.py: a compiled Numba forward ufunc, a fused one-pass
+compiled backward ``g * d`` per input, a differentiable backward for create_graph, broadcasting
+and dtype promotion.  Accepted vocabulary: + - * / ** (unary -), comparisons inside ``where``,
+exp log log1p expm1 sqrt rsqrt sin cos tan tanh sigmoid erf abs(fabs) where maximum minimum
+floor ceil trunc sign (the last four have zero derivative); numbers; the function's arguments.
+"""
+import ast
+import inspect
+import textwrap
+
+from .registry import OpDef, register
+
+_UNARY_D = {  # d/du f(u), as an expression in u (string template with {u})
+    "exp": "exp({u})", "log": "1 / ({u})", "log1p": "1 / (1 + {u})", "expm1": "exp({u})",
+    "sqrt": "0.5 / sqrt({u})", "rsqrt": "-0.5 * rsqrt({u}) / ({u})", "sin": "cos({u})",
+    "cos": "-sin({u})", "tan": "1 + tan({u}) * tan({u})", "tanh": "1 - tanh({u}) * tanh({u})",
+    "sigmoid": "sigmoid({u}) * (1 - sigmoid({u}))",
+    "erf": "1.1283791670955126 * exp(-({u}) * ({u}))", "fabs": "sign({u})", "abs": "sign({u})",
+    "floor": "0", "ceil": "0", "trunc": "0", "sign": "0", "rint": "0",
+}
+
+
+def _src(node):
+    return ast.unparse(node)
+
+
+def _is_zero(s):
+    return s in ("0", "0.0", "(0)")
+
+
+def _is_one(s):
+    return s in ("1", "1.0", "(1)")
+
+
+def _mul(a, b):
+    if _is_zero(a) or _is_zero(b):
+        return "0"
+    if _is_one(a):
+        return b
+    if _is_one(b):
+        return a
+    return "(%s) * (%s)" % (a, b)
+
+
+def _add(a, b):
+    if _is_zero(a):
+        return b
+    if _is_zero(b):
+        return a
+    return "(%s) + (%s)" % (a, b)
+
+
+def _sub(a, b):
+    if _is_zero(b):
+        return a
+    if _is_zero(a):
+        return "-(%s)" % b
+    return "(%s) - (%s)" % (a, b)
+
+
+def derive(node, var):
+    """d(node)/d(var) as an expression string (node: an ast expression)."""
+    if isinstance(node, ast.Constant):
+        return "0"
+    if isinstance(node, ast.Name):
+        return "1" if node.id == var else "0"
+    if isinstance(node, ast.UnaryOp):
+        d = derive(node.operand, var)
+        if isinstance(node.op, ast.USub):
+            return "0" if _is_zero(d) else "-(%s)" % d
+        if isinstance(node.op, ast.UAdd):
+            return d
+    if isinstance(node, ast.BinOp):
+        a, b = _src(node.left), _src(node.right)
+        da, db = derive(node.left, var), derive(node.right, var)
+        if isinstance(node.op, ast.Add):
+            return _add(da, db)
+        if isinstance(node.op, ast.Sub):
+            return _sub(da, db)
+        if isinstance(node.op, ast.Mult):
+            return _add(_mul(da, b), _mul(a, db))
+        if isinstance(node.op, ast.Div):
+            return _sub(_mul(da, "1 / (%s)" % b), _mul(db, "(%s) / ((%s) * (%s))" % (a, b, b)))
+        if isinstance(node.op, ast.Pow):
+            if _is_zero(db):  # u ** c
+                return _mul(da, "(%s) * (%s) ** ((%s) - 1)" % (b, a, b))
+            return _add(_mul(da, "(%s) * (%s) ** ((%s) - 1)" % (b, a, b)),
+                        _mul(db, "(%s) ** (%s) * log(%s)" % (a, b, a)))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        f = node.func.id
+        args = node.args
+        if f in _UNARY_D and len(args) == 1:
+            du = derive(args[0], var)
+            if _is_zero(du) or _UNARY_D[f] == "0":
+                return "0"
+            return _mul(du, _UNARY_D[f].format(u=_src(args[0])))
+        if f == "where" and len(args) == 3:
+            da, db = derive(args[1], var), derive(args[2], var)
+            if _is_zero(da) and _is_zero(db):
+                return "0"
+            return "where(%s, %s, %s)" % (_src(args[0]), da, db)
+        if f in ("maximum", "minimum") and len(args) == 2:
+            cmp = ">" if f == "maximum" else "<"
+            da, db = derive(args[0], var), derive(args[1], var)
+            return "where((%s) %s (%s), %s, %s)" % (_src(args[0]), cmp, _src(args[1]), da, db)
+    raise ValueError("nbgrad.elementwise: cannot differentiate %r (see the docstring of "
+                     "nbgrad.ops.elementwise for the accepted vocabulary)" % _src(node))
+
+
+def _formula(fn):
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    fdef = next(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.Lambda)))
+    if isinstance(fdef, ast.Lambda):
+        return [a.arg for a in fdef.args.args], fdef.body
+    body = [s for s in fdef.body if not (isinstance(s, ast.Expr) and
+                                         isinstance(s.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Return):
+        raise ValueError("nbgrad.elementwise: the function body must be a single return "
+                         "expression")
+    return [a.arg for a in fdef.args.args], body[0].value
+
+
+_RENAME = {"abs": "fabs", "round": "rint"}
+
+
+class _Rename(ast.NodeTransformer):
+    def visit_Name(self, node):
+        node.id = _RENAME.get(node.id, node.id)
+        return node
+
+
+def elementwise(fn=None, *, name=None):
+    """Decorator: a scalar formula -> a differentiable, compiled elementwise nbgrad op."""
+    if fn is None:
+        return lambda f: elementwise(f, name=name)
+    argnames, expr = _formula(fn)
+    expr = _Rename().visit(expr)
+    # internal names: x, y, z, ... are free for the user too; keep theirs
+    partials = tuple(derive(expr, a) for a in argnames)
+    opname = name or "elementwise." + fn.__name__
+    camel = "".join(p.capitalize() for p in fn.__name__.split("_"))
+    op = OpDef(opname, "pointwise", formula=_src(expr), partials=partials, args=tuple(argnames),
+               node=camel + "Backward", rule="float", method=False, inplace=False)
+    from .dispatch import pointwise, pointwise_vjp
+    op.vjp = lambda node_, grads, op=op: pointwise_vjp(op, node_, grads)
+    register(op)
+
+    def apply(*args):
+        if len(args) != len(argnames):
+            raise TypeError("%s() takes %d arguments (%d given)" % (fn.__name__, len(argnames),
+                                                                    len(args)))
+        from .._tensor import Tensor
+        if not any(isinstance(a, Tensor) for a in args):
+            raise TypeError("%s(): expected at least one Tensor argument" % fn.__name__)
+        first = next(i for i, a in enumerate(args) if isinstance(a, Tensor))
+        if first != 0:  # promotion/dispatch expects a tensor first: wrap scalars
+            from ..creation import tensor
+            args = tuple(a if isinstance(a, Tensor) else tensor(a, dtype=args[first].dtype)
+                         for a in args)
+        return pointwise(op, args)
+
+    apply.__name__ = fn.__name__
+    apply.__doc__ = fn.__doc__
+    apply.op = op
+    apply.partials = dict(zip(argnames, partials))
+    return apply
