@@ -9,3 +9,5 @@ def refresh():
     from .autograd.anomaly_mode import STATE as anomaly
     from .autograd.graph import _saved_hooks
     TAPS = bool(anomaly.enabled or _saved_hooks.stack)
+
+FWD = False  # a forward-AD dual level is active: ops propagate tangents (autograd/forward_ad)

@@ -112,6 +112,31 @@ def test_second_derivative_directional(case):
     assert ok, (num, ana)
 
 
+@pytest.mark.parametrize("case", GRAD, ids=[case_id(c) for c in GRAD])
+def test_jvp_vjp_consistency(case):
+    """<v, J u> from forward-mode AD equals <J^T v, u> from reverse mode (no numerics)."""
+    import nbgrad.autograd.forward_ad as fwAD
+    info, _, sample = case
+    leaves, args = materialize(nbgrad, sample, "float64", True)
+    fn = _diff_fn(info, sample, args)
+    rng = np.random.default_rng(5)
+    us = [nbgrad.tensor(rng.standard_normal(tuple(x.shape))) for x in leaves]
+    with fwAD.dual_level():
+        duals = [fwAD.make_dual(x.detach(), u) for x, u in zip(leaves, us)]
+        outs = [o for o in _outs(fn(*duals)) if o.dtype.is_floating_point]
+        tangents = [fwAD.unpack_dual(o).tangent for o in outs]
+    outs_r = [o for o in _outs(fn(*leaves)) if o.dtype.is_floating_point]
+    vs = [nbgrad.tensor(rng.standard_normal(tuple(o.shape))) for o in outs_r]
+    forward = sum(float((t.numpy() * v.numpy()).sum()) for t, v in zip(tangents, vs)
+                  if t is not None)
+    live = [(o, v) for o, v in zip(outs_r, vs) if o.requires_grad]
+    grads = nbgrad.autograd.grad([o for o, _ in live], leaves, [v for _, v in live],
+                                 allow_unused=True) if live else [None] * len(leaves)
+    reverse = sum(float((g.numpy() * u.numpy()).sum()) for g, u in zip(grads, us)
+                  if g is not None)
+    assert forward == pytest.approx(reverse, rel=1e-7, abs=1e-9)
+
+
 @needs_torch
 @pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
 def test_matches_torch(case):

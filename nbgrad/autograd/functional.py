@@ -234,6 +234,8 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
         raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
                            "`vectorized=True` are not supported together. Please either set "
                            "`strict=False` or `vectorize=False`.")
+    if strategy == "forward-mode":
+        return _jacobian_forward(func, inputs)
     with grad_mode.enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
         inputs = _grad_preprocess(inputs, create_graph, True)
@@ -367,3 +369,35 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     hvp_ = _grad_postprocess(hvp_, create_graph)
     return (_tuple_postprocess(outputs, is_outputs_tuple),
             _tuple_postprocess(hvp_, is_inputs_tuple))
+
+
+def _jacobian_forward(func, inputs):
+    """Jacobian columns from forward-mode AD: one dual evaluation per input element."""
+    from ..creation import zeros
+    from ..ops.shape import stack
+    from . import forward_ad as fwAD
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
+    inputs = tuple(t.detach() for t in inputs)
+    outputs = func(*inputs)
+    _check_outputs(outputs, "jacobian")
+    is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
+                                          "jacobian")
+    cols = [[[] for _ in inputs] for _ in outputs]
+    for j, inp in enumerate(inputs):
+        for k in range(inp.numel()):
+            e = zeros(inp.numel(), dtype=inp.dtype)
+            e._data[k] = 1
+            with fwAD.dual_level():
+                args = list(inputs)
+                args[j] = fwAD.make_dual(inp, e.view(*inp.shape))
+                outs = func(*args)
+                outs = outs if isinstance(outs, tuple) else (outs,)
+                for i, o in enumerate(outs):
+                    t = fwAD.unpack_dual(o).tangent
+                    cols[i][j].append(t if t is not None else zeros(*o.shape, dtype=o.dtype))
+    res = tuple(tuple(stack(cols[i][j], -1).reshape(*(tuple(outputs[i].shape)
+                                                       + tuple(inputs[j].shape)))
+                      if cols[i][j] else zeros(*(tuple(outputs[i].shape)
+                                                 + tuple(inputs[j].shape)))
+                      for j in range(len(inputs))) for i in range(len(outputs)))
+    return _tuple_postprocess(res, (is_outputs_tuple, is_inputs_tuple))

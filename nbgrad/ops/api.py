@@ -5,6 +5,7 @@ import numbers
 
 import numpy as np
 
+from .. import _flags
 from .. import dtypes as _dt
 from .._tensor import Tensor
 from ..grad_mode import STATE
@@ -366,6 +367,8 @@ def inplace(self, fn, *args, **kwargs):
         src._requires_grad = self._requires_grad
         if self.grad_fn is None and self._requires_grad:  # a no_grad view: its own accumulator
             src._accum = None
+        if "_fw_grad" in self.__dict__:
+            src._fw_grad = self._fw_grad
     res = fn(src, *args, **kwargs)
     if res._dtype.category > self._dtype.category:
         raise RuntimeError("result type %s can't be cast to the desired output type %s"
@@ -381,6 +384,9 @@ def inplace(self, fn, *args, **kwargs):
                                % (list(self._data.shape), list(res._data.shape)))
     self._data[...] = res._data
     self._vc[0] += 1
+    if _flags.FWD and "_fw_grad" in res.__dict__:
+        from ..autograd.forward_ad import _set_tangent
+        _set_tangent(self, res._fw_grad)
     if res.grad_fn is not None:
         node = res.grad_fn
         if self._base is not None and (self._base._requires_grad or record):

@@ -197,8 +197,13 @@ def pointwise(op, inputs, attrs=()):
     if out.dtype != dt.np:
         out = out.astype(dt.np)
     if rg and STATE.enabled and op.differentiable and dt.category >= 2:
-        return _record_pointwise(op, inputs, attrs, cd, out)
-    return _make(out)
+        t = _record_pointwise(op, inputs, attrs, cd, out)
+    else:
+        t = _make(out)
+    if _flags.FWD:
+        from ..autograd.forward_ad import pointwise_jvp
+        pointwise_jvp(op, inputs, attrs, t)
+    return t
 
 
 def _record_pointwise(op, inputs, attrs, cd, out):
@@ -317,8 +322,12 @@ def binary(op, a, b):
             node.saved = None
         if _flags.TAPS:
             _taps(node)
-        return t
-    return _make(out)
+    else:
+        t = _make(out)
+    if _flags.FWD:
+        from ..autograd.forward_ad import pointwise_jvp
+        pointwise_jvp(op, (a, b), (), t)
+    return t
 
 
 def unary(op, a):
@@ -357,8 +366,12 @@ def unary(op, a):
             node.saved = None
         if _flags.TAPS:
             _taps(node)
-        return t
-    return _make(out)
+    else:
+        t = _make(out)
+    if _flags.FWD:
+        from ..autograd.forward_ad import pointwise_jvp
+        pointwise_jvp(op, (a,), (), t)
+    return t
 
 
 def _taps(node):

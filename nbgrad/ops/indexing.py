@@ -356,3 +356,9 @@ for _name, _node in [("getitem", "IndexBackward0"), ("setitem", "CopySlices"),
                      ("scatter_add", "ScatterAddBackward0"),
                      ("index_select", "IndexSelectBackward0"), ("nonzero", None)]:
     register(OpDef(_name, "indexing", node=_node, inplace=False))
+
+# forward-mode AD: tangents through the transposed VJP (one flag check when not in use)
+from ..autograd.forward_ad import with_jvp as _with_jvp  # noqa: E402
+
+for _n in "index_put getitem gather scatter scatter_add index_select masked_select".split():
+    globals()[_n] = _with_jvp(globals()[_n])

@@ -238,3 +238,9 @@ for _name, _node in [("matmul", "MmBackward0"), ("mm", "MmBackward0"), ("bmm", "
                      ("dot", "DotBackward0"), ("mv", "MvBackward0"), ("outer", "MulBackward0"),
                      ("einsum", "ViewBackward0")]:
     register(OpDef(_name, "linalg", node=_node, inplace=False))
+
+# forward-mode AD: tangents through the transposed VJP (one flag check when not in use)
+from ..autograd.forward_ad import with_jvp as _with_jvp  # noqa: E402
+
+for _n in "matmul mm bmm dot mv einsum".split():
+    globals()[_n] = _with_jvp(globals()[_n])

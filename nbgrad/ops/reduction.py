@@ -484,3 +484,9 @@ for _name, _node in [("sum", "SumBackward0"), ("mean", "MeanBackward0"), ("prod"
                      ("norm", "LinalgVectorNormBackward0"), ("logsumexp", "LogsumexpBackward0"),
                      ("cumsum", "CumsumBackward0"), ("all", None), ("any", None)]:
     register(OpDef(_name, "reduction", node=_node, inplace=False))
+
+# forward-mode AD: tangents through the transposed VJP (one flag check when not in use)
+from ..autograd.forward_ad import with_jvp as _with_jvp  # noqa: E402
+
+for _n in "sum mean prod amax amin max min var std norm logsumexp cumsum".split():
+    globals()[_n] = _with_jvp(globals()[_n])

@@ -522,3 +522,9 @@ for _name, _node in [("view", "ViewBackward0"), ("reshape", "ViewBackward0"),
                      ("repeat", "RepeatBackward0"), ("sum_to_size", "SumToSizeBackward0"),
                      ("movedim", "PermuteBackward0")]:
     register(OpDef(_name, "shape", node=_node, inplace=False))
+
+# forward-mode AD: tangents through the transposed VJP (one flag check when not in use)
+from ..autograd.forward_ad import with_jvp as _with_jvp  # noqa: E402
+
+for _n in "swapaxes swapdims moveaxis concat concatenate view reshape flatten unflatten squeeze unsqueeze transpose t permute movedim expand expand_as broadcast_to sum_to_size split chunk unbind cat stack flip roll narrow tril triu clone contiguous to_dtype repeat".split():
+    globals()[_n] = _with_jvp(globals()[_n])

@@ -88,3 +88,9 @@ def log_softmax(input, dim=None, dtype=None, *, _stacklevel=3):
 register(OpDef("softmax", "structured", node="SoftmaxBackward0", inplace=False))
 register(OpDef("log_softmax", "structured", node="LogSoftmaxBackward0", inplace=False))
 del _dt
+
+# forward-mode AD: tangents through the transposed VJP (one flag check when not in use)
+from ..autograd.forward_ad import with_jvp as _with_jvp  # noqa: E402
+
+for _n in "softmax log_softmax".split():
+    globals()[_n] = _with_jvp(globals()[_n])

@@ -1,0 +1,214 @@
+"""``nbgrad.autograd.forward_ad``: forward-mode AD with dual tensors.
+
+Inside ``dual_level()``, ``make_dual(p, t)`` attaches tangent ``t`` to (an alias of) ``p`` and
+every op propagates tangents as it computes primals:
+  * elementwise ops use the JVP derived from their registry partials: t_out = sum_i t_i * d_i
+    (ops/dispatch.py, the same formulas as the fused backward);
+  * every other op (reductions, views, indexing, matmul, softmax, ...) gets its JVP by
+    transposing its VJP (``_transposed_jvp``): for a linear-in-v function vjp(v) = J^T v,
+    J t = d<vjp(v), t>/dv, computed with one double backward through the op's own,
+    differentiable backward formula.
+"""
+import collections
+import functools
+
+from .. import _flags, grad_mode
+from .._tensor import Tensor
+
+__all__ = ["dual_level", "make_dual", "unpack_dual", "enter_dual_level", "exit_dual_level",
+           "UnpackedDualTensor"]
+
+UnpackedDualTensor = collections.namedtuple("UnpackedDualTensor", ["primal", "tangent"])
+
+_LEVEL = [-1]
+_DUALS = []  # tensors carrying tangents at the current level (cleared on exit)
+
+
+def enter_dual_level():
+    if _LEVEL[0] >= 0:
+        raise RuntimeError("Nested forward mode AD is not supported at the moment")
+    _LEVEL[0] = 0
+    _flags.FWD = True
+    return 0
+
+
+def exit_dual_level(*, level=None):
+    for t in _DUALS:
+        t.__dict__.pop("_fw_grad", None)
+    _DUALS.clear()
+    _LEVEL[0] = -1
+    _flags.FWD = False
+
+
+class dual_level:
+    """Context manager for a forward-AD level: tangents live only inside it."""
+
+    def __enter__(self):
+        return enter_dual_level()
+
+    def __exit__(self, *exc):
+        exit_dual_level()
+        return False
+
+
+def _set_tangent(t, tangent):
+    t._fw_grad = tangent
+    _DUALS.append(t)
+
+
+def make_dual(tensor, tangent, *, level=None):
+    """An alias of ``tensor`` whose tangent is ``tangent`` (same shape)."""
+    if _LEVEL[0] < 0:
+        raise RuntimeError("make_dual can only be used inside a dual_level context (use "
+                           "`with fwAD.dual_level():`)")
+    if not isinstance(tangent, Tensor) or tangent.shape != tensor.shape:
+        raise RuntimeError("Trying to set a forward gradient that has a different size than "
+                           "that of the original Tensor, this is not supported. Tensor is of "
+                           "size %s while the given forward gradient is of size %s."
+                           % (list(tensor.shape), list(getattr(tangent, "shape", ()))))
+    if tensor.dtype.category < 2:
+        raise RuntimeError("Expected both tensor and its forward grad to be floating point or "
+                           "complex")
+    alias = tensor.view_as(tensor) if tensor.requires_grad else Tensor._make(
+        tensor._data, None, 0, tensor._vc, tensor._base if tensor._base is not None else tensor)
+    _set_tangent(alias, tangent.to(tensor.dtype))
+    return alias
+
+
+def unpack_dual(tensor, *, level=None):
+    """(primal, tangent): the primal is an alias without tangent; tangent is None if unset."""
+    tangent = tensor.__dict__.get("_fw_grad") if isinstance(tensor, Tensor) else None
+    if tangent is None:
+        return UnpackedDualTensor(tensor, None)
+    prev = _flags.FWD
+    _flags.FWD = False
+    try:
+        primal = tensor.view_as(tensor) if tensor.requires_grad else Tensor._make(
+            tensor._data, None, 0, tensor._vc, tensor._base if tensor._base is not None
+            else tensor)
+    finally:
+        _flags.FWD = prev
+    return UnpackedDualTensor(primal, tangent)
+
+
+def tangent_of(t):
+    return t.__dict__.get("_fw_grad") if isinstance(t, Tensor) else None
+
+
+def _tensors_in(obj, out):
+    if isinstance(obj, Tensor):
+        out.append(obj)
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            _tensors_in(o, out)
+    return out
+
+
+def _replace(obj, mapping):
+    if isinstance(obj, Tensor):
+        return mapping.get(id(obj), obj)
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*[_replace(o, mapping) for o in obj])
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_replace(o, mapping) for o in obj)
+    return obj
+
+
+def _transposed_jvp(fn, args, kwargs, outs):
+    """Tangents of ``outs`` = fn(args) by transposing fn's VJP (one double backward)."""
+    from . import grad
+    from ..creation import zeros_like
+    duals = [t for t in _tensors_in(args, []) if tangent_of(t) is not None]
+    with grad_mode.enable_grad():
+        prims = {id(t): t.detach().requires_grad_(True) for t in duals}
+        out2 = _tensors_in(fn(*_replace(args, prims), **kwargs), [])
+        pairs = [(o2, o) for o2, o in zip(out2, outs) if o2.requires_grad]
+        if not pairs:
+            return
+        vs = [zeros_like(o2).requires_grad_(True) for o2, _ in pairs]
+        gs = grad([o2 for o2, _ in pairs], list(prims.values()), vs, create_graph=True,
+                  allow_unused=True)
+        used = [(g, tangent_of(t)) for g, t in zip(gs, duals) if g is not None and
+                g.requires_grad]
+        if not used:
+            return
+        ts = grad([g for g, _ in used], vs, [tan for _, tan in used], allow_unused=True)
+    for (o2, o), tan in zip(pairs, ts):
+        _set_tangent(o, (tan if tan is not None else zeros_like(o2)).detach())
+
+
+def with_jvp(fn):
+    """Wrap a structured op so it propagates tangents inside a dual level (one flag check
+    otherwise)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if not _flags.FWD:
+            return fn(*args, **kwargs)
+        if not any(tangent_of(t) is not None for t in _tensors_in(args, [])):
+            return fn(*args, **kwargs)
+        _flags.FWD = False
+        try:
+            result = fn(*args, **kwargs)
+            outs = [o for o in _tensors_in(result, []) if o.dtype.category >= 2]
+            _transposed_jvp(fn, args, kwargs, outs)
+        finally:
+            _flags.FWD = True
+        return result
+    wrapper.__wrapped_jvp__ = True
+    return wrapper
+
+
+def pointwise_jvp(op, inputs, attrs, out):
+    """t_out = sum_i t_i * d_i, from the op's registry partials (ops/pointwise.py)."""
+    from ..ops.mathns import TENSOR_NS
+    tans = [tangent_of(x) for x in inputs]
+    if all(t is None for t in tans) or out.dtype.category < 2:
+        return
+    _flags.FWD = False
+    try:
+        with grad_mode.set_grad_enabled(grad_mode.is_grad_enabled()):
+            ns = dict(TENSOR_NS)
+            for name, x in zip(op.args, inputs):
+                ns[name] = x.detach() if isinstance(x, Tensor) else x
+            ns["out"] = out.detach()
+            for n, v in zip(op.attrs, attrs):
+                ns[n] = v
+            total = None
+            for i, (p, t) in enumerate(zip(op.partials, tans)):
+                if p is None or t is None:
+                    continue
+                term = t * eval(p, ns)
+                total = term if total is None else total + term
+        if total is not None:
+            if tuple(total.shape) != tuple(out.shape):
+                total = total.expand(*out.shape)
+            _set_tangent(out, total.to(out.dtype) if total.dtype is not out.dtype else total)
+    finally:
+        _flags.FWD = True
+
+
+def _check_forward_ad(func, inputs, idx, eps, atol, rtol):
+    """gradcheck(check_forward_ad=True): forward-mode JVPs against central differences."""
+    import numpy as np
+    import nbgrad
+    rng = np.random.default_rng(0)
+    for i in idx:
+        x = inputs[i]
+        u = rng.standard_normal(x.shape)
+        with dual_level():
+            args = list(inputs)
+            args[i] = make_dual(x.detach(), nbgrad.tensor(u, dtype=x.dtype))
+            outs = _tensors_in(func(*args), [])
+            tans = [unpack_dual(o).tangent for o in outs]
+        orig = x._data.copy()
+        x._data[...] = orig + eps * u
+        plus = [o._data.astype(np.float64) for o in _tensors_in(func(*inputs), [])]
+        x._data[...] = orig - eps * u
+        minus = [o._data.astype(np.float64) for o in _tensors_in(func(*inputs), [])]
+        x._data[...] = orig
+        for t, p, m in zip(tans, plus, minus):
+            num = (p - m) / (2 * eps)
+            got = np.zeros_like(num) if t is None else t._data
+            if not np.allclose(got, num, atol=atol, rtol=rtol):
+                return False
+    return True
