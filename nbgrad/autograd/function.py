@@ -195,6 +195,7 @@ class Function(metaclass=FunctionMeta):
                 continue
             if id(o) in inputs_by_id and id(o) not in dirty:
                 o = Tensor._make(o._data, None, 0, o._vc, o._base if o._base is not None else o)
+                o._fn_view = (i, cls.__name__)  # in-place on it is forbidden (check_inplace)
             if o._dtype.category >= 2:
                 o.grad_fn = ctx
                 o._output_nr = i

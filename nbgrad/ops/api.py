@@ -334,6 +334,14 @@ def check_inplace(self):
                            "details.")
     if not STATE.enabled:
         return
+    fv = self.__dict__.get("_fn_view")
+    if fv is not None and self._requires_grad:
+        raise RuntimeError(
+            "Output %d of %s is a view and is being modified inplace. This view was created "
+            "inside a custom Function (or because an input was returned as-is) and the autograd "
+            "logic to handle view+inplace would override the custom backward associated with the "
+            "custom Function, leading to incorrect gradients. This behavior is forbidden. You can "
+            "fix this by cloning the output of the custom Function." % fv)
     base = self._base
     if base is not None and base.grad_fn is None and base._requires_grad:
         if getattr(self, "_view_no_grad", False):
