@@ -87,7 +87,8 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
 
 
 def _run_node(node, slots, keep_graph, create_graph, captures, captured, execute):
-    grads = tuple(slots.get(i) for i in range(_num_outputs(node)))
+    n = getattr(node, "_nout", 1)
+    grads = (slots.get(0),) if n == 1 else tuple([slots.get(i) for i in range(n)])
     if node._tensor_hooks is not None or node._retain is not None or (
             type(node) is AccumulateGrad and node.variable._hooks):
         grads = _tensor_hooks(node, grads)
@@ -103,7 +104,7 @@ def _run_node(node, slots, keep_graph, create_graph, captures, captured, execute
             r = hook(grads)
             if r is not None:
                 grads = _check_hook_tuple(hook, r, len(grads), "prehook")
-    if all(g is None for g in grads):
+    if (grads[0] is None if len(grads) == 1 else all(g is None for g in grads)):
         return None
     if ANOMALY.enabled:
         outs = _apply_anomalous(node, grads)
