@@ -320,7 +320,8 @@ def _copied(self, src):
         raise RuntimeError("The size of tensor a (%s) must match the size of tensor b (%s) at "
                            "non-singleton dimension" % (list(self._data.shape),
                                                         list(src._data.shape))) from None
-    return result(np.array(arr), "CopyBackwards", (self, src), _copy_vjp)
+    return result(np.array(arr), "torch::autograd::CopyBackwards", (self, src),
+                  _copy_vjp)
 
 
 def copy_(self, src, non_blocking=False):

@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import grad_mode
 from .anomaly_mode import STATE as ANOMALY
+from .._fpstate import EXTOBJ as _EXTOBJ, IGNORE as _IGNORE
 from .graph import AccumulateGrad
 
 
@@ -47,6 +48,7 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
 
     prev = grad_mode.STATE.enabled
     grad_mode.STATE.enabled = create_graph
+    quiet = _EXTOBJ.set(_IGNORE)  # IEEE inf/nan without numpy RuntimeWarnings, like PyTorch
     plain = execute is None and not ANOMALY.enabled
     heappop, heappush = heapq.heappop, heapq.heappush
     try:
@@ -83,6 +85,7 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
                     heappush(ready, (-child._seq, next(tick), child))
     finally:
         grad_mode.STATE.enabled = prev
+        _EXTOBJ.reset(quiet)
     return captured
 
 
@@ -111,6 +114,10 @@ def _run_node(node, slots, keep_graph, create_graph, captures, captured, execute
     else:
         outs = node.apply(grads)
     outs = _fit(node, outs)
+    if execute is not None:  # grads for inputs nobody asked for are undefined (PyTorch)
+        outs = tuple(g if (c is not None and (c in execute or (captures is not None and
+                                                                 c in captures))) else None
+                     for g, (c, _) in zip(outs, node.next_functions))
     if node._post_hooks:
         for hook in list(node._post_hooks.values()):
             r = hook(outs, grads)

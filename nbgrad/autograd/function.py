@@ -182,6 +182,12 @@ class Function(metaclass=FunctionMeta):
         Node.__init__(ctx, edges, tuple((a._data.shape, a._dtype) if isinstance(a, Tensor)
                                         else None for a in args))
         ctx._nout = len(outs)
+        from .. import _flags
+        if _flags.TAPS:
+            from .anomaly_mode import STATE as anomaly
+            if anomaly.enabled:
+                import traceback
+                ctx._trace = traceback.extract_stack()[:-1]
         new_outs, meta = [], []
         for i, o in enumerate(outs):
             if not isinstance(o, Tensor):

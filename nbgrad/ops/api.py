@@ -327,6 +327,11 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 def check_inplace(self):
     """PyTorch's errors for in-place writes that autograd cannot record."""
+    a = self._data
+    if any(st == 0 and n > 1 for st, n in zip(a.strides, a.shape)):
+        raise RuntimeError("unsupported operation: more than one element of the written-to "
+                           "tensor refers to a single memory location. Please clone() the tensor "
+                           "before performing the operation.")
     if self._inference and not STATE.inference:
         raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
                            "allowed.You can make a clone to get a normal tensor before doing "
@@ -400,9 +405,17 @@ def inplace(self, fn, *args, **kwargs):
         if self._base is not None and (self._base._requires_grad or record):
             _rebase(self, node)
         else:
+            old, old_nr = self.grad_fn, self._output_nr
             self.grad_fn = node
             self._output_nr = res._output_nr
             self._requires_grad = True
+            if self._retains_grad and old is not None and old._retain:
+                # retain_grad follows the newest version of the tensor (SEMANTICS.md 1)
+                ref = old._retain.pop(old_nr, None)
+                if ref is not None:
+                    if node._retain is None:
+                        node._retain = {}
+                    node._retain[res._output_nr] = ref
         if node.saved and "out" in node.saved:
             save_output(node, "out", self)
     return self

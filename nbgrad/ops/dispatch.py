@@ -17,27 +17,7 @@ from .registry import node_class
 
 _make = Tensor._make
 
-try:  # NOTE [quiet ufuncs]: IEEE results (inf, nan) without numpy's RuntimeWarnings, like
-    # PyTorch.  Setting numpy's error-state context variable directly costs 0.16 us against
-    # 0.9 us for ``np.errstate``; fall back to the public API if the private one moves.
-    from numpy._core._ufunc_config import _extobj_contextvar as _EXTOBJ
-    with np.errstate(all="ignore"):
-        _IGNORE = _EXTOBJ.get()
-
-    def _call_quiet(kernel, args):
-        token = _EXTOBJ.set(_IGNORE)
-        try:
-            return kernel(*args)
-        finally:
-            _EXTOBJ.reset(token)
-except Exception:  # pragma: no cover - other numpy versions
-    import contextvars
-    _EXTOBJ = contextvars.ContextVar("nbgrad_unused")
-    _IGNORE = None
-
-    def _call_quiet(kernel, args):
-        with np.errstate(all="ignore"):
-            return kernel(*args)
+from .._fpstate import EXTOBJ as _EXTOBJ, IGNORE as _IGNORE, call_quiet as _call_quiet  # noqa
 _FROM_NP = _dt._FROM_NP
 
 

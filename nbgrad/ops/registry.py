@@ -78,6 +78,8 @@ class FnNode(Node):
         return s.array(self) if hasattr(s, "array") else s
 
     def __getattr__(self, item):  # _saved_self / _saved_other like PyTorch's nodes
+        if item == "_saved_self_sym_sizes":
+            return list(object.__getattribute__(self, "_in_meta")[0][0])
         if item.startswith("_saved_"):
             key = {"self": "x", "other": "y", "result": "out"}.get(item[7:], item[7:])
             saved = object.__getattribute__(self, "saved")

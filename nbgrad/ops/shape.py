@@ -223,7 +223,14 @@ def expand(input, *sizes):
                                    "size (%d) at non-singleton dimension %d.  Target sizes: %s.  "
                                    "Tensor sizes: %s" % (s, cur, i, list(sizes), list(shape)))
             target.append(s)
-    arr = np.broadcast_to(input._data, tuple(target))
+    # a writeable stride-0 view (np.broadcast_to's is read-only); in-place writes to it are
+    # refused by ops.api.check_inplace with PyTorch's "single memory location" error
+    src = input._data
+    strides = [0] * (len(target) - src.ndim) + [
+        0 if (s == 1 and t != 1) else st for s, t, st in zip(src.shape, target[off:],
+                                                            src.strides)]
+    arr = np.lib.stride_tricks.as_strided(src, tuple(target), tuple(strides),
+                                          writeable=src.flags.writeable)
     return view_result(arr, "ExpandBackward0", input, _expand_vjp, (shape,))
 
 
