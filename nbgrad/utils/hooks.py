@@ -110,6 +110,10 @@ class BackwardHook:
 
     def _input_hook(self, grads, wrapped):
         from ..creation import zeros_like
+        if self.grad_outputs is None:
+            # the gradient reached the inputs without passing through the hooked outputs
+            # (e.g. a dict output): PyTorch does not call the hooks then
+            return None
         grad_input = [None] * self.n_inputs
         for k, i in enumerate(self.input_tensors_index):
             g = grads[k]
