@@ -307,7 +307,9 @@ def accumulate_into_leaf(var, g):
     old = var._grad
     if old is None:
         if grad_mode.STATE.enabled:      # create_graph: keep the graph of the gradient
-            var._grad = g.clone() if g.grad_fn is not None else g.detach().clone()
+            from ..ops.dispatch import result
+            var._grad = result(g._data.copy(), "torch::autograd::CopyBackwards", (g,),
+                               lambda node, grads: (grads[0],))
         else:
             arr = np.empty_like(var._data) if _dense(var._data) else np.empty(var._data.shape,
                                                                              var._data.dtype)

@@ -120,6 +120,8 @@ class SavedTensor:
     is_output = False
 
     def __init__(self, t):
+        if t._inference:
+            _inference_error(t)
         self.tensor = t
         self.version = t._vc[0]
         self.hooked = None
@@ -156,6 +158,13 @@ class SavedTensor:
         if t._vc[0] != self.version:
             self.check(node)
         return t
+
+
+def _inference_error(t):
+    from ..grad_mode import STATE
+    if not STATE.inference:
+        raise RuntimeError("Inference tensors cannot be saved for backward. To work around you "
+                           "can make a clone to get a normal tensor and use it in autograd.")
 
 
 class SavedOutput:
