@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .._tensor import Tensor
+from .._fpstate import call_quiet
 from .dispatch import result
 from .registry import OpDef, register
 
@@ -84,7 +85,7 @@ def matmul(input, other, *, out=None):
                                                                   b.ndim > 1 else 1)))
         raise RuntimeError("mat1 and mat2 shapes cannot be multiplied (%s and %s)" % (sa, sb))
     try:
-        arr = np.matmul(a._data, b._data)
+        arr = call_quiet(np.matmul, (a._data, b._data))
     except ValueError as e:
         raise RuntimeError("matmul: %s" % e) from None
     res = result(arr, _node_name(a, b), (a, b), _matmul_vjp, saved={"x": a, "y": b})
