@@ -123,7 +123,7 @@ def tensor_repr(t):
                     summarize)
     if d is not _dt.get_default_dtype() and d not in (_dt.int64, _dt.bool) and not (
             d is _dt.complex64 and _dt.get_default_dtype() is _dt.float32):
-        suffixes.append("dtype=" + "torch." + d.name if False else "dtype=nbgrad." + d.name)
+        suffixes.append("dtype=nbgrad." + d.name)
     if t.grad_fn is not None:
         suffixes.append("grad_fn=<%s>" % t.grad_fn.name().replace("torch::autograd::", ""))
     elif t._requires_grad:

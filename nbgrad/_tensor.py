@@ -299,9 +299,7 @@ class Tensor:
 
     def _scalar_check(self, what):
         if self._data.size != 1:
-            raise RuntimeError("%s a Tensor with %d elements cannot be converted to Scalar"
-                               % (what, self._data.size) if False else
-                               "a Tensor with %d elements cannot be converted to Scalar"
+            raise RuntimeError("a Tensor with %d elements cannot be converted to Scalar"
                                % self._data.size)
 
     def __bool__(self):

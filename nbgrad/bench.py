@@ -99,7 +99,6 @@ def main(argv=None):
     args = p.parse_args(argv)
     try:
         import torch
-        torch.set_num_threads(1) if False else None
     except Exception:
         torch = None
     y, g = demo(nbgrad)

@@ -68,8 +68,7 @@ def check_device(d):
     if d.type == "cuda":
         from . import cuda
         if not cuda.is_available():
-            raise RuntimeError("Torch not compiled with CUDA enabled" if False else
-                               "CUDA is not available: nbgrad found no CUDA device "
+            raise RuntimeError("CUDA is not available: nbgrad found no CUDA device "
                                "(install the 'cuda' extra and check nbgrad.cuda.is_available())")
         raise RuntimeError("nbgrad: CUDA tensors are not supported yet; only the pointwise "
                            "kernel builder targets CUDA (see docs/design.md)")

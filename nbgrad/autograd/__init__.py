@@ -116,7 +116,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                       "torch.autograd.backward.", FutureWarning, stacklevel=2)
     if is_grads_batched:
         raise RuntimeError("is_grads_batched=True is not supported by nbgrad yet")
-    single = isinstance(inputs, Tensor)
     outs = _tensor_list(outputs)
     ins = _tensor_list(inputs)
     for t in ins:
@@ -137,12 +136,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             elif not allow_unused:
                 raise RuntimeError(
                     "The differentiated Tensor at index %d appears to not have been used in the "
-                    "graph. Set allow_unused=True if this is the desired behavior." % i
-                    if len(ins) > 1 or True else "")
+                    "graph. Set allow_unused=True if this is the desired behavior." % i)
         elif not create_graph and g._requires_grad:
             g = g.detach()
         result.append(g)
-    del single
     return tuple(result)
 
 

@@ -193,7 +193,7 @@ def _evenly_vjp(node, grads):
 
 def _extreme(x, dim, keepdim, take_max, name):
     if x._data.size == 0 and (dim is None or x._data.shape[_wrap_dim(dim, x._data.ndim)] == 0):
-        raise IndexError if False else RuntimeError(
+        raise RuntimeError(
             "%s(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
             "reduction dim with the 'dim' argument." % ("max" if take_max else "min"))
     dims = _dims(dim, x._data.ndim)

@@ -43,8 +43,7 @@ def scatter_add(shape, dtype, lin, src):
     """A new zero array of ``shape`` with ``src`` added at flat positions ``lin``."""
     out = np.zeros(int(np.prod(shape, dtype=np.int64)), dtype)
     lin = np.ascontiguousarray(lin, dtype=np.int64).reshape(-1)
-    src = np.ascontiguousarray(np.broadcast_to(src, np.shape(lin) if False else src.shape)
-                               ).reshape(-1).astype(dtype, copy=False)
+    src = np.ascontiguousarray(src).reshape(-1).astype(dtype, copy=False)
     if lin.size:
         scatter_add_flat_cpu(out, lin, src)
     return out.reshape(shape)
