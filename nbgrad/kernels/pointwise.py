@@ -60,7 +60,7 @@ def kernel_source(params, expr, dtype, param_types, cuda=False):
              "import numpy as np",
              "from nbgrad.kernels.scalar import *" if not cuda else
              "from nbgrad.kernels.cuda_scalar import *",
-             "from numba import vectorize, cuda" if cuda else "from numba import njit, vectorize",
+             "from numba import cuda" if cuda else "from numba import njit, vectorize",
              "T = %s" % NP_TYPES[dtype], ""]
     if not cuda:
         # The formula lives in an njit function (vectorize takes no error_model); LLVM inlines
