@@ -40,5 +40,8 @@ def choose_cache_dir():
 
 
 CACHE_DIR = choose_cache_dir()
+if CACHE_DIR is not None and "numba" in __import__("sys").modules:
+    # numba was imported before nbgrad and read its config already: tell it directly
+    __import__("numba").config.CACHE_DIR = CACHE_DIR
 # Kernels compile with cache=True only when a writable folder exists.
 USE_DISK_CACHE = CACHE_DIR is not None and os.environ.get("NBGRAD_DISABLE_CACHE", "") != "1"

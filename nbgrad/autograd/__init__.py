@@ -149,6 +149,6 @@ def __getattr__(name):
     import importlib
     if name in ("Function", "FunctionCtx", "once_differentiable"):
         return getattr(importlib.import_module(".function", __name__), name)
-    if name in ("function", "functional", "forward_ad", "profiler"):
+    if name in ("function", "functional", "forward_ad"):
         return importlib.import_module("." + name, __name__)
     raise AttributeError("module 'nbgrad.autograd' has no attribute %r" % name)

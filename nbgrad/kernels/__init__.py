@@ -5,4 +5,6 @@ import numba  # noqa: F401  (imported after nbgrad._config chose NUMBA_CACHE_DIR
 # GIL, and every fastmath flag except nnan/ninf: NaN and Inf must survive for isnan and anomaly
 # mode.  Measured in NUMBA-NOTES.md section 3.3.
 FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
-JIT = dict(nogil=True, cache=True, error_model="numpy", fastmath=FASTMATH)
+from .. import _config  # noqa: E402
+
+JIT = dict(nogil=True, cache=_config.USE_DISK_CACHE, error_model="numpy", fastmath=FASTMATH)

@@ -15,9 +15,11 @@ def softmax_fwd_cpu(x, out, log):
                 v = x[o, k, i]
                 if v > m or v != v:
                     m = v
+            s = m - m  # typed zero (x's dtype) unless m is inf/nan
             if m == -np.inf:  # an all -inf row: PyTorch gives nan, exp(-inf - -inf) does too
-                m = 0.0
-            s = 0.0
+                s = x[o, 0, i] * 0
+            if s != s:
+                s = 0
             for k in range(n):
                 s += np.exp(x[o, k, i] - m)
             if log:
