@@ -25,17 +25,18 @@ class _Formatter:
                 self.max_width = max(self.max_width, len(self._int(v)))
             return
         finite = vals[np.isfinite(vals)].astype(np.float64)
-        nonzero = np.abs(finite[finite != 0])
-        if finite.size and np.any(finite != np.ceil(finite)):
+        nz = finite[finite != 0]
+        nonzero = np.abs(nz)
+        if nz.size and np.any(nz != np.ceil(nz)):
             self.int_mode = False
-        if self.int_mode:
-            if nonzero.size and nonzero.max() > 1e8:
-                self.sci_mode = True
-        elif nonzero.size:
+        if nonzero.size:
             mx, mn = nonzero.max(), nonzero.min()
-            if mx / mn > 1000.0 or mx > 1e8 or mn < 1e-4:
-                self.sci_mode = True
-        for v in vals:
+            if self.int_mode:
+                self.sci_mode = mx / mn > 1000.0 or mx > 1e8
+            else:
+                self.sci_mode = mx / mn > 1000.0 or mx > 1e8 or mn < 1e-4
+        # like torch._tensor_str: the width comes from the non-zero finite values only
+        for v in nz:
             self.max_width = max(self.max_width, len(self._fmt(v)))
 
     @staticmethod
@@ -109,10 +110,13 @@ def tensor_repr(t):
     summarize = arr.size > THRESHOLD
     prefix = "tensor("
     suffixes = []
+    default = d is _dt.get_default_dtype()
     if arr.size == 0:
         body = "[]"
         if arr.ndim != 1:
             suffixes.append("size=%s" % (tuple(arr.shape),))
+        if not default:   # nothing to infer an integer dtype from: always shown
+            suffixes.append("dtype=nbgrad." + d.name)
     else:
         view = _summarize(arr) if summarize else arr
         if d.category == 3:
@@ -121,8 +125,7 @@ def tensor_repr(t):
             fmt = _Formatter(view.astype(np.float64) if d is _dt.float16 else view, d)
         body = _str(arr if d is not _dt.float16 else arr.astype(np.float32), fmt, len(prefix),
                     summarize)
-    if d is not _dt.get_default_dtype() and d not in (_dt.int64, _dt.bool) and not (
-            d is _dt.complex64 and _dt.get_default_dtype() is _dt.float32):
+    if arr.size and not default and d not in (_dt.int64, _dt.bool, _dt.complex128):
         suffixes.append("dtype=nbgrad." + d.name)
     if t.grad_fn is not None:
         suffixes.append("grad_fn=<%s>" % t.grad_fn.name().replace("torch::autograd::", ""))

@@ -299,8 +299,7 @@ class Tensor:
 
     def _scalar_check(self, what):
         if self._data.size != 1:
-            raise RuntimeError("a Tensor with %d elements cannot be converted to Scalar"
-                               % self._data.size)
+            raise ValueError("only one element tensors can be converted to Python scalars")
 
     def __bool__(self):
         if self._data.size != 1:

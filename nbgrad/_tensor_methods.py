@@ -183,8 +183,8 @@ Tensor.__hash__ = lambda self: id(self)
 # -- properties ------------------------------------------------------------------------------
 
 def _T(self):
-    if self._data.ndim <= 2:
-        return shape.t(self) if self._data.ndim == 2 else self
+    if self._data.ndim < 2:
+        return self
     return shape.permute(self, *range(self._data.ndim - 1, -1, -1))
 
 

@@ -17,7 +17,7 @@ __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty"
 
 def _infer_dtype(data):
     """PyTorch's inference for nested Python data: bool < int64 < default float < complex."""
-    kind = 0
+    kind = -1  # nothing seen: an empty list is the default float dtype
     stack = [data]
     while stack:
         d = stack.pop()
@@ -27,6 +27,7 @@ def _infer_dtype(data):
             stack.extend(d)
         elif isinstance(d, (bool, np.bool_)):
             kind = max(kind, 0)
+            continue
         elif isinstance(d, (numbers.Integral,)):
             kind = max(kind, 1)
         elif isinstance(d, numbers.Real):
@@ -35,6 +36,8 @@ def _infer_dtype(data):
             kind = max(kind, 3)
         else:
             raise TypeError("Could not infer dtype of %s" % type(d).__name__)
+    if kind < 0:
+        return _dt._default[0]
     return [_dt.bool, _dt.int64, _dt._default[0], _dt._default[0].to_complex()][kind]
 
 
@@ -84,6 +87,12 @@ def _finish(arr, device, requires_grad):
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """Copy ``data`` into a new leaf tensor (``torch.tensor``)."""
+    if isinstance(data, Tensor):
+        import warnings
+        warnings.warn("To copy construct from a tensor, it is recommended to use "
+                      "sourceTensor.detach().clone() or sourceTensor.detach().clone()."
+                      "requires_grad_(True), rather than torch.tensor(sourceTensor).",
+                      UserWarning, stacklevel=2)
     arr = _to_array(data, dtype)
     arr = np.array(arr, copy=True, order="C")
     return _finish(arr, device, requires_grad)
@@ -165,22 +174,36 @@ def _like(t, dtype):
     return (_dt.as_dtype(dtype) or t._dtype).np
 
 
+def _empty_like(input, dtype):
+    """Same strides as ``input`` when it is dense (PyTorch's preserve_format), else C order."""
+    from .autograd.engine import _dense
+    a = input._data
+    if _dense(a):
+        return np.empty_like(a, dtype=dtype)
+    return np.empty(a.shape, dtype)
+
+
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _finish(np.zeros(input._data.shape, _like(input, dtype)), device, requires_grad)
+    out = _empty_like(input, _like(input, dtype))
+    out[...] = 0
+    return _finish(out, device, requires_grad)
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _finish(np.ones(input._data.shape, _like(input, dtype)), device, requires_grad)
+    out = _empty_like(input, _like(input, dtype))
+    out[...] = 1
+    return _finish(out, device, requires_grad)
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _finish(np.empty(input._data.shape, _like(input, dtype)), device, requires_grad)
+    return _finish(_empty_like(input, _like(input, dtype)), device, requires_grad)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
               memory_format=None):
-    return _finish(np.full(input._data.shape, _scalar(fill_value), _like(input, dtype)), device,
-                   requires_grad)
+    out = _empty_like(input, _like(input, dtype))
+    out[...] = _scalar(fill_value)
+    return _finish(out, device, requires_grad)
 
 
 def _float_dtype(dtype, fn):
@@ -204,6 +227,8 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
 
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
             requires_grad=False):
+    if size is None and isinstance(high, (tuple, list)):
+        low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
     if size is None:
@@ -217,11 +242,15 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return rand(*input.shape, dtype=dtype or input._dtype, requires_grad=requires_grad)
+    out = _empty_like(input, _like(input, dtype))
+    out[...] = rand(*input.shape, dtype=dtype or input._dtype)._data
+    return _finish(out, device, requires_grad)
 
 
 def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return randn(*input.shape, dtype=dtype or input._dtype, requires_grad=requires_grad)
+    out = _empty_like(input, _like(input, dtype))
+    out[...] = randn(*input.shape, dtype=dtype or input._dtype)._data
+    return _finish(out, device, requires_grad)
 
 
 def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):

@@ -116,7 +116,7 @@ class finfo:
         self.max = builtins_float(fi.max)
         self.min = builtins_float(fi.min)
         self.tiny = self.smallest_normal = builtins_float(fi.tiny)
-        self.resolution = builtins_float(fi.resolution)
+        self.resolution = 10.0 ** -__import__("builtins").int(fi.precision)
 
     def __repr__(self):
         return ("finfo(resolution=%g, min=%g, max=%g, eps=%g, smallest_normal=%g, tiny=%g, "

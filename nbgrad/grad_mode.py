@@ -12,14 +12,17 @@ __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inf
 
 
 class _State(threading.local):
-    enabled = True
+    enabled = True      # record graphs (what every op checks)
     inference = False
+    shown = None        # what is_grad_enabled() reports inside inference_mode, if set
 
 
 STATE = _State()
 
 
 def is_grad_enabled():
+    if STATE.inference and STATE.shown is not None:
+        return STATE.shown
     return STATE.enabled
 
 
@@ -102,11 +105,14 @@ class enable_grad(_DecoratorContextManager):
         self.prev = []
 
     def __enter__(self):
-        self.prev.append(STATE.enabled)
-        STATE.enabled = True
+        self.prev.append((STATE.enabled, STATE.shown))
+        if STATE.inference:     # grad mode reads True, but inference tensors never record
+            STATE.shown = True
+        else:
+            STATE.enabled = True
 
     def __exit__(self, *exc):
-        STATE.enabled = self.prev.pop()
+        STATE.enabled, STATE.shown = self.prev.pop()
         return False
 
 
@@ -166,7 +172,8 @@ class inference_mode(_DecoratorContextManager):
         self.prev = []
 
     def __enter__(self):
-        self.prev.append((STATE.enabled, STATE.inference))
+        self.prev.append((STATE.enabled, STATE.inference, STATE.shown))
+        STATE.shown = None
         if self.mode:
             STATE.enabled = False
             STATE.inference = True
@@ -175,7 +182,7 @@ class inference_mode(_DecoratorContextManager):
             STATE.enabled = True
 
     def __exit__(self, *exc):
-        STATE.enabled, STATE.inference = self.prev.pop()
+        STATE.enabled, STATE.inference, STATE.shown = self.prev.pop()
         return False
 
     def clone(self):

@@ -89,13 +89,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
         for t in inputs:
             if not t._requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
-        captured = run_backward(roots, grads, retain_graph, create_graph, inputs, True)
-        for t, g in zip(inputs, captured):
-            if t.grad_fn is not None and g is not None:   # non-leaf inputs get .grad too
-                if t._grad is None:
-                    t._grad = g if create_graph else g.detach()
-                else:
-                    t._grad = t._grad + g
+        for t in inputs:
+            if t.grad_fn is not None:   # non-leaf inputs get .grad: PyTorch retains it
+                t.retain_grad()
+        run_backward(roots, grads, retain_graph, create_graph, inputs, True)
     else:
         run_backward(roots, grads, retain_graph, create_graph)
 

@@ -88,7 +88,7 @@ class Node:
         return h
 
     def __repr__(self):
-        return "<%s object at %#x>" % (self.name(), id(self))
+        return "<%s object at %#x>" % (self.name().rsplit("::", 1)[-1], id(self))
 
 
 class AccumulateGrad(Node):

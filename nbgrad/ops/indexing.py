@@ -54,6 +54,9 @@ def _normalize(idx):
         idx = (idx,)
     out, advanced = [], False
     for i in idx:
+        if isinstance(i, Tensor) and i._data.ndim == 0 and i._dtype.category == 1:
+            out.append(int(i._data))  # a 0-dim integer tensor indexes like an int
+            continue
         if isinstance(i, Tensor):
             if i._dtype.category >= 2:
                 raise IndexError("tensors used as indices must be long, int, byte or bool "
@@ -201,10 +204,14 @@ def index_put(x, idx, value):
     try:
         arr[nidx] = v
     except ValueError:
-        tgt = x._data[nidx].shape
-        raise RuntimeError("shape mismatch: value tensor of shape %s cannot be broadcast to "
-                           "indexing result of shape %s" % (list(np.shape(v)), list(tgt))) \
-            from None
+        tgt = list(x._data[nidx].shape)
+        src = list(np.shape(v))
+        n = max(len(tgt), len(src))
+        pt, ps = [1] * (n - len(tgt)) + tgt, [1] * (n - len(src)) + src
+        dim = next((k for k in range(n) if ps[k] != pt[k] and ps[k] != 1), 0)
+        raise RuntimeError("The expanded size of the tensor (%d) must match the existing size "
+                           "(%d) at non-singleton dimension %d.  Target sizes: %s.  Tensor "
+                           "sizes: %s" % (pt[dim], ps[dim], dim, tgt, src)) from None
     vshape = vt._data.shape if vt is not None else ()
     return result(arr, "torch::autograd::CopySlices", (x, vt), _index_put_vjp, attrs=(nidx, vshape))
 

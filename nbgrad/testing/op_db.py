@@ -366,3 +366,9 @@ def _np_softmax(x, d):
 
 def op_names():
     return {info.name for info in OP_DB}
+
+
+# nn.functional's primitives (conv, pooling, norms, losses, activations) live in their own table
+from .op_db_nn import OP_DB_NN  # noqa: E402
+
+OP_DB += OP_DB_NN

@@ -30,7 +30,7 @@ _global_is_full_backward_hook = [None]
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 
-class _Keys(_IncompatibleKeys):
+class _IncompatibleKeys(_IncompatibleKeys):
     def __repr__(self):
         if not self.missing_keys and not self.unexpected_keys:
             return "<All keys matched successfully>"
@@ -121,7 +121,9 @@ class Module:
         d["_backward_hooks"] = HookDict()
         d["_is_full_backward_hook"] = None
 
-    forward = None  # subclasses define it
+    def forward(self, *input):
+        raise NotImplementedError('Module [%s] is missing the required "forward" function'
+                                  % type(self).__name__)
 
     # -- registration -----------------------------------------------------------------------
     def register_parameter(self, name, param):
@@ -146,8 +148,12 @@ class Module:
     def register_buffer(self, name, tensor, persistent=True):
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError("buffer name should be a string. Got %s" % type(name).__name__)
         if "." in name:
             raise KeyError('buffer name can\'t contain "."')
+        if name == "":
+            raise KeyError('buffer name can\'t be empty string ""')
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError("attribute '%s' already exists" % name)
         if tensor is not None and not isinstance(tensor, Tensor):
@@ -330,12 +336,13 @@ class Module:
                 continue
             with grad_mode.no_grad():
                 new = fn(p)
-            if new is not p:
-                np_ = Parameter(new, p.requires_grad)
-                if p.grad is not None:
+            if new is not p:  # keep the Parameter object (optimizers hold it): swap its data
+                p._data = new._data
+                p._dtype = new._dtype
+                if p._grad is not None:
                     with grad_mode.no_grad():
-                        np_.grad = fn(p.grad)
-                self._parameters[key] = np_
+                        g = fn(p._grad)
+                    p._grad = g
         for key, b in self._buffers.items():
             if b is not None:
                 self._buffers[key] = fn(b)
@@ -397,7 +404,7 @@ class Module:
             raise TypeError("Expected state_dict to be dict-like, got %s." % type(state_dict))
         missing, unexpected, errors = [], [], []
         expected = set()
-        for mprefix, m in self.named_modules():
+        for mprefix, m in self.named_modules(remove_duplicate=False):
             pre = mprefix + "." if mprefix else ""
             local = {**{k: v for k, v in m._parameters.items() if v is not None},
                      **{k: v for k, v in m._buffers.items()
@@ -440,7 +447,7 @@ class Module:
         if errors:
             raise RuntimeError("Error(s) in loading state_dict for %s:\n\t%s"
                                % (type(self).__name__, "\n\t".join(errors)))
-        return _Keys(missing, unexpected)
+        return _IncompatibleKeys(missing, unexpected)
 
     # -- hooks ----------------------------------------------------------------------------
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
@@ -623,13 +630,12 @@ class Module:
             mod_str = _addindent(repr(m), 2)
             child_lines.append("(" + key + "): " + mod_str)
         main = self._get_name() + "("
+        lines = lines + child_lines
         if lines:
             if len(lines) == 1 and not child_lines:
                 main += lines[0]
             else:
                 main += "\n  " + "\n  ".join(lines) + "\n"
-        if child_lines:
-            main += "\n  " + "\n  ".join(child_lines) + "\n"
         return main + ")"
 
     def __setstate__(self, state):

@@ -1,0 +1,377 @@
+"""OpInfo entries for ``nbgrad.nn.functional`` (the ops registered by nn/ops_table.py and the
+functions PyTorch composes from other ops).  Same conventions as testing/op_db.py: ``fn(T, ...)``
+runs with T = nbgrad or torch, ``ref`` is a plain numpy reference (explicit loops for conv and
+pooling)."""
+import math
+
+import numpy as np
+
+import nbgrad.nn.functional  # noqa: F401  (makes ``nbgrad.nn.functional`` an attribute)
+from .op_db import F, I, N, OpInfo
+
+# ---------------------------------------------------------------------------------------------
+# numpy references
+
+
+def _pair(v):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
+
+
+def np_conv(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
+    nd = w.ndim - 2
+    if nd == 1:
+        x, w = x[:, :, None, :], w[:, :, None, :]
+        stride, dilation = (1, stride), (1, dilation)
+        padding = padding if isinstance(padding, str) else (0, padding)
+    (sh, sw), (dh, dw) = _pair(stride), _pair(dilation)
+    N_, C_, H, W = x.shape
+    O, Cg, KH, KW = w.shape
+    if padding == "same":
+        th, tw = dh * (KH - 1), dw * (KW - 1)
+        pads = ((th // 2, th - th // 2), (tw // 2, tw - tw // 2))
+    elif padding == "valid":
+        pads = ((0, 0), (0, 0))
+    else:
+        ph, pw = _pair(padding)
+        pads = ((ph, ph), (pw, pw))
+    xp = np.pad(x, ((0, 0), (0, 0)) + pads)
+    OH = (xp.shape[2] - dh * (KH - 1) - 1) // sh + 1
+    OW = (xp.shape[3] - dw * (KW - 1) - 1) // sw + 1
+    out = np.zeros((N_, O, OH, OW), x.dtype)
+    Og = O // groups
+    for o in range(O):
+        g = o // Og
+        for i in range(KH):
+            for j in range(KW):
+                patch = xp[:, g * Cg:(g + 1) * Cg, i * dh:i * dh + sh * (OH - 1) + 1:sh,
+                           j * dw:j * dw + sw * (OW - 1) + 1:sw]
+                out[:, o] += np.einsum("nchw,c->nhw", patch, w[o, :, i, j])
+    if b is not None:
+        out += b.reshape(1, -1, 1, 1)
+    return out[:, :, 0, :] if nd == 1 else out
+
+
+def _pool_out(n, k, p, s, d, ceil_mode):
+    num = n + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)
+    out = num // s + 1
+    if ceil_mode and (out - 1) * s >= n + p:
+        out -= 1
+    return out
+
+
+def np_max_pool2d(x, k, s=None, p=0, d=1, ceil_mode=False, return_indices=False):
+    (kh, kw), (ph, pw), (dh, dw) = _pair(k), _pair(p), _pair(d)
+    sh, sw = _pair(s if s is not None else k)
+    H, W = x.shape[-2:]
+    OH, OW = _pool_out(H, kh, ph, sh, dh, ceil_mode), _pool_out(W, kw, pw, sw, dw, ceil_mode)
+    out = np.full(x.shape[:-2] + (OH, OW), -np.inf, x.dtype)
+    idx = np.zeros(out.shape, np.int64)
+    for oy in range(OH):
+        for ox in range(OW):
+            for i in range(kh):
+                for j in range(kw):
+                    ih, iw = oy * sh - ph + i * dh, ox * sw - pw + j * dw
+                    if 0 <= ih < H and 0 <= iw < W:
+                        better = x[..., ih, iw] > out[..., oy, ox]
+                        out[..., oy, ox] = np.where(better, x[..., ih, iw], out[..., oy, ox])
+                        idx[..., oy, ox] = np.where(better, ih * W + iw, idx[..., oy, ox])
+    return (out, idx) if return_indices else out
+
+
+def np_avg_pool2d(x, k, s=None, p=0, ceil_mode=False, count_include_pad=True, divisor=None):
+    (kh, kw), (ph, pw) = _pair(k), _pair(p)
+    sh, sw = _pair(s if s is not None else k)
+    H, W = x.shape[-2:]
+    OH, OW = _pool_out(H, kh, ph, sh, 1, ceil_mode), _pool_out(W, kw, pw, sw, 1, ceil_mode)
+    out = np.zeros(x.shape[:-2] + (OH, OW), x.dtype)
+    for oy in range(OH):
+        for ox in range(OW):
+            hs, ws = oy * sh - ph, ox * sw - pw
+            he, we = min(hs + kh, H + ph), min(ws + kw, W + pw)
+            size = (he - hs) * (we - ws)
+            hs, ws, he, we = max(hs, 0), max(ws, 0), min(he, H), min(we, W)
+            total = x[..., hs:he, ws:we].sum((-1, -2))
+            dv = divisor or (size if count_include_pad else (he - hs) * (we - ws))
+            out[..., oy, ox] = total / dv
+    return out
+
+
+def np_layer_norm(x, k, w=None, b=None, eps=1e-5):
+    axes = tuple(range(x.ndim - k, x.ndim))
+    mu = x.mean(axes, keepdims=True)
+    var = x.var(axes, keepdims=True)
+    y = (x - mu) / np.sqrt(var + eps)
+    return y * (w if w is not None else 1) + (b if b is not None else 0)
+
+
+def np_batch_norm(x, w=None, b=None, rm=None, rv=None, eps=1e-5):
+    axes = (0,) + tuple(range(2, x.ndim))
+    shp = (1, -1) + (1,) * (x.ndim - 2)
+    mu = x.mean(axes, keepdims=True) if rm is None else rm.reshape(shp)
+    var = x.var(axes, keepdims=True) if rv is None else rv.reshape(shp)
+    y = (x - mu) / np.sqrt(var + eps)
+    if w is not None:
+        y = y * w.reshape(shp)
+    if b is not None:
+        y = y + b.reshape(shp)
+    return y
+
+
+def np_log_softmax(x, axis=None):
+    if axis is None:  # the class dim of a loss input
+        axis = 0 if x.ndim == 1 else 1
+    m = x.max(axis, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis, keepdims=True))
+
+
+def _reduce(loss, reduction, denom=None):
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / (loss.size if denom is None else denom)
+
+
+def np_nll(lp, t, w=None, ignore_index=-100, reduction="mean", smoothing=0.0):
+    """lp: log-probs (N, C, ...) or (C,); t: class indices."""
+    cdim = 0 if lp.ndim == 1 else 1
+    C_ = lp.shape[cdim]
+    lpm = np.moveaxis(lp, cdim, -1)
+    w = np.ones(C_) if w is None else w
+    valid = t != ignore_index
+    tc = np.where(valid, t, 0)
+    picked = np.take_along_axis(lpm, tc[..., None], -1)[..., 0]
+    wt = np.where(valid, w[tc], 0.0)
+    loss = -wt * picked
+    if smoothing:
+        smooth = np.where(valid, -(lpm * w).sum(-1), 0.0)
+        loss = (1 - smoothing) * loss + smoothing / C_ * smooth
+    return _reduce(loss, reduction, wt.sum()).astype(lp.dtype)
+
+
+def np_bce(x, t, w=None, reduction="mean"):
+    loss = -(t * np.maximum(np.log(x), -100) + (1 - t) * np.maximum(np.log1p(-x), -100))
+    if w is not None:
+        loss = loss * w
+    return _reduce(loss, reduction).astype(x.dtype)
+
+
+def np_bcel(x, t, w=None, pw=None, reduction="mean"):
+    lw = 1 + ((pw if pw is not None else 1) - 1) * t
+    loss = (1 - t) * x + lw * (np.log1p(np.exp(-np.abs(x))) + np.maximum(-x, 0))
+    if w is not None:
+        loss = loss * w
+    return _reduce(loss, reduction).astype(x.dtype)
+
+
+_erf = np.vectorize(math.erf)
+
+
+def np_gelu(x):
+    return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
+
+
+def np_gelu_tanh(x):
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def _fn(name):
+    """fn(T, ...) calling T.nn.functional.<name>."""
+    def call(T, *args, **kw):
+        return getattr(T.nn.functional, name)(*args, **kw)
+    return call
+
+
+def _F(T):
+    return T.nn.functional
+
+
+# ---------------------------------------------------------------------------------------------
+# samples
+
+X4 = (2, 3, 5, 5)
+POS = dict(lo=0.5, hi=2.0)
+PROB = dict(lo=0.05, hi=0.95)
+
+OP_DB_NN = [
+    # -- activations (pointwise registry ops) --
+    OpInfo("gelu", lambda T, x: _F(T).gelu(x), np_gelu, [(F((3, 4)),), (F(()),)]),
+    OpInfo("gelu.tanh", lambda T, x: _F(T).gelu(x, approximate="tanh"), np_gelu_tanh,
+           [(F((3, 4)),)]),
+    OpInfo("silu", lambda T, x: _F(T).silu(x), lambda x: x / (1 + np.exp(-x)), [(F((3, 4)),)]),
+    OpInfo("softplus", lambda T, x: _F(T).softplus(x), lambda x: np.log1p(np.exp(x)),
+           [(F((3, 4)),)]),
+    OpInfo("softplus", lambda T, x: _F(T).softplus(x, beta=2.0, threshold=1.5),
+           lambda x: np.where(2 * x > 1.5, x, np.log1p(np.exp(2 * x)) / 2), [(F((4, 5)),)],
+           gradgrad=False),  # kink at the threshold
+    OpInfo("leaky_relu", lambda T, x: _F(T).leaky_relu(x, 0.1),
+           lambda x: np.where(x > 0, x, 0.1 * x), [(F((3, 4)),)], gradgrad=False),
+    OpInfo("nn.relu", lambda T, x: _F(T).relu(x), lambda x: np.maximum(x, 0), [(F((3, 4)),)],
+           gradgrad=False),
+    OpInfo("nn.tanh", lambda T, x: _F(T).tanh(x), np.tanh, [(F((3,)),)]),
+    OpInfo("nn.sigmoid", lambda T, x: _F(T).sigmoid(x), lambda x: 1 / (1 + np.exp(-x)),
+           [(F((3,)),)]),
+    OpInfo("nn.softmax", lambda T, x: _F(T).softmax(x, dim=1),
+           lambda x: np.exp(np_log_softmax(x, 1)), [(F((3, 4)),)]),
+    OpInfo("nn.log_softmax", lambda T, x: _F(T).log_softmax(x, dim=-1),
+           lambda x: np_log_softmax(x, -1), [(F((2, 3, 4)),)]),
+
+    # -- linear --
+    OpInfo("linear", lambda T, x, w, b: _F(T).linear(x, w, b), lambda x, w, b: x @ w.T + b,
+           [(F((3, 4)), F((5, 4)), F((5,))), (F((2, 3, 4)), F((2, 4)), F((2,))),
+            (F((4,)), F((2, 4)), F((2,)))]),
+    OpInfo("nn.linear_nobias", lambda T, x, w: _F(T).linear(x, w), lambda x, w: x @ w.T,
+           [(F((3, 4)), F((5, 4))), (F((2, 3, 4)), F((2, 4)))]),
+    OpInfo("nn.bilinear", lambda T, a, b, w, c: _F(T).bilinear(a, b, w, c),
+           lambda a, b, w, c: np.einsum("bi,oij,bj->bo", a, w, b) + c,
+           [(F((3, 4)), F((3, 2)), F((5, 4, 2)), F((5,)))]),
+    OpInfo("nn.bilinear", lambda T, a, b, w: _F(T).bilinear(a, b, w),
+           lambda a, b, w: np.einsum("...i,oij,...j->...o", a, w, b),
+           [(F((2, 3, 4)), F((2, 3, 2)), F((2, 4, 2)))]),
+
+    # -- convolution --
+    OpInfo("conv2d", lambda T, x, w, b: _F(T).conv2d(x, w, b, padding=1),
+           lambda x, w, b: np_conv(x, w, b, padding=1),
+           [(F((1, 2, 4, 4)), F((3, 2, 3, 3)), F((3,))), (F(X4), F((4, 3, 3, 3)), F((4,)))]),
+    OpInfo("conv2d", lambda T, x, w: _F(T).conv2d(x, w, stride=2, dilation=(1, 2)),
+           lambda x, w: np_conv(x, w, stride=2, dilation=(1, 2)),
+           [(F((2, 2, 7, 8)), F((3, 2, 2, 3)))]),
+    OpInfo("conv2d", lambda T, x, w: _F(T).conv2d(x, w, padding=(0, 2), stride=(2, 1), groups=2),
+           lambda x, w: np_conv(x, w, padding=(0, 2), stride=(2, 1), groups=2),
+           [(F((1, 4, 5, 4)), F((6, 2, 2, 3)))]),
+    OpInfo("conv2d", lambda T, x, w: _F(T).conv2d(x, w, padding="same"),
+           lambda x, w: np_conv(x, w, padding="same"), [(F((1, 1, 4, 5)), F((2, 1, 2, 3)))]),
+    OpInfo("conv2d", lambda T, x, w: _F(T).conv2d(x, w), lambda x, w: np_conv(x[None], w)[0],
+           [(F((1, 4, 4)), F((2, 1, 3, 3)))]),  # unbatched
+    OpInfo("conv1d", lambda T, x, w, b: _F(T).conv1d(x, w, b, stride=2, padding=1, dilation=2),
+           lambda x, w, b: np_conv(x, w, b, stride=2, padding=1, dilation=2),
+           [(F((2, 3, 9)), F((4, 3, 3)), F((4,)))]),
+    OpInfo("conv1d", lambda T, x, w: _F(T).conv1d(x, w, padding="valid", groups=3),
+           lambda x, w: np_conv(x, w, groups=3), [(F((1, 3, 6)), F((3, 1, 2)))]),
+
+    # -- pooling --
+    OpInfo("max_pool2d", lambda T, x: _F(T).max_pool2d(x, 2), lambda x: np_max_pool2d(x, 2),
+           [(F((1, 2, 4, 4)),), (F(X4),), (F((2, 5, 6)),)]),
+    OpInfo("max_pool2d", lambda T, x: _F(T).max_pool2d(x, 3, 2, 1, ceil_mode=True),
+           lambda x: np_max_pool2d(x, 3, 2, 1, ceil_mode=True), [(F((1, 2, 6, 7)),)]),
+    OpInfo("max_pool2d", lambda T, x: _F(T).max_pool2d(x, (2, 3), (1, 2), (1, 1), dilation=(2, 1)),
+           lambda x: np_max_pool2d(x, (2, 3), (1, 2), (1, 1), (2, 1)), [(F((1, 1, 5, 6)),)]),
+    OpInfo("max_pool2d", lambda T, x: _F(T).max_pool2d(x, (2, 3), 2, 1, return_indices=True),
+           lambda x: np_max_pool2d(x, (2, 3), 2, 1, return_indices=True), [(F((1, 2, 5, 5)),)]),
+    OpInfo("avg_pool2d", lambda T, x: _F(T).avg_pool2d(x, 2), lambda x: np_avg_pool2d(x, 2),
+           [(F((1, 2, 4, 4)),), (F(X4),), (F((2, 5, 6)),)]),
+    OpInfo("avg_pool2d", lambda T, x: _F(T).avg_pool2d(x, 3, 2, 1, ceil_mode=True),
+           lambda x: np_avg_pool2d(x, 3, 2, 1, ceil_mode=True), [(F((1, 2, 6, 7)),)]),
+    OpInfo("avg_pool2d", lambda T, x: _F(T).avg_pool2d(x, (2, 3), 2, (1, 1), True, False),
+           lambda x: np_avg_pool2d(x, (2, 3), 2, (1, 1), True, False), [(F((1, 2, 5, 6)),)]),
+    OpInfo("avg_pool2d", lambda T, x: _F(T).avg_pool2d(x, 2, 1, divisor_override=3),
+           lambda x: np_avg_pool2d(x, 2, 1, divisor=3), [(F((1, 1, 3, 4)),)]),
+
+    # -- embedding --
+    OpInfo("embedding", lambda T, i, w: _F(T).embedding(i, w), lambda i, w: w[i],
+           [(I([[0, 2, 0], [4, 1, 2]]), F((5, 3)))]),
+    # padding_idx's row gets no gradient by design: zero it so finite differences agree
+    OpInfo("embedding", lambda T, i, w: _F(T).embedding(
+               i, w * T.tensor([[1.0], [0.0], [1.0], [1.0]], dtype=w.dtype), padding_idx=1),
+           lambda i, w: (w * np.array([[1.0], [0.0], [1.0], [1.0]]))[i],
+           [(I([0, 1, 3, 1]), F((4, 2)))]),
+    # scale_grad_by_freq is not the derivative by design: values only here (grads vs torch in
+    # tests/test_nn_functional.py)
+    OpInfo("embedding", lambda T, i, w: _F(T).embedding(i, w, scale_grad_by_freq=True),
+           lambda i, w: w[i], [(I([0, 2, 2, 2, 1]), F((3, 2)))], grad=False),
+
+    # -- normalisation --
+    OpInfo("layer_norm", lambda T, x, w, b: _F(T).layer_norm(x, (4,), w, b),
+           lambda x, w, b: np_layer_norm(x, 1, w, b), [(F((3, 4)), F((4,)), F((4,)))]),
+    OpInfo("layer_norm", lambda T, x: _F(T).layer_norm(x, (3, 4), eps=1e-3),
+           lambda x: np_layer_norm(x, 2, eps=1e-3), [(F((2, 3, 4)),)]),
+    OpInfo("batch_norm", lambda T, x, w, b: _F(T).batch_norm(
+               x, T.zeros(3, dtype=x.dtype), T.ones(3, dtype=x.dtype), w, b, training=True),
+           lambda x, w, b: np_batch_norm(x, w, b), [(F((4, 3)), F((3,)), F((3,))),
+                                                     (F((2, 3, 2, 2)), F((3,)), F((3,)))]),
+    OpInfo("batch_norm", lambda T, x: _F(T).batch_norm(x, None, None, training=True, eps=1e-3),
+           lambda x: np_batch_norm(x, eps=1e-3), [(F((2, 3, 4)),)]),
+    OpInfo("batch_norm", lambda T, x, w, rm, rv: _F(T).batch_norm(x, rm, rv, w, None),
+           lambda x, w, rm, rv: np_batch_norm(x, w, None, rm, rv),
+           [(F((2, 3, 4)), F((3,)), N((3,)), N((3,), 0.5, 2.0))]),
+
+    # -- losses --
+    OpInfo("mse_loss", lambda T, x, t: _F(T).mse_loss(x, t), lambda x, t: ((x - t) ** 2).mean(),
+           [(F((3, 4)), F((3, 4))), (F(()), F(()))]),
+    OpInfo("mse_loss", lambda T, x, t: _F(T).mse_loss(x, t, reduction="none"),
+           lambda x, t: (x - t) ** 2, [(F((3, 4)), F((3, 4)))]),
+    OpInfo("mse_loss", lambda T, x, t: _F(T).mse_loss(x, t, reduction="sum"),
+           lambda x, t: ((x - t) ** 2).sum(), [(F((3, 4)), N((3, 4)))]),
+    OpInfo("nn.l1_loss", lambda T, x, t: _F(T).l1_loss(x, t), lambda x, t: np.abs(x - t).mean(),
+           [(F((3, 4)), N((3, 4)))], gradgrad=False),
+    OpInfo("cross_entropy", lambda T, x, t: _F(T).cross_entropy(x, t),
+           lambda x, t: np_nll(np_log_softmax(x), t),
+           [(F((3, 4)), I([0, 3, 1])), (F((4,)), I(2))]),
+    OpInfo("cross_entropy", lambda T, x, t, w: _F(T).cross_entropy(
+               x, t, w, ignore_index=1, reduction="sum"),
+           lambda x, t, w: np_nll(np_log_softmax(x), t, w, 1, "sum"),
+           [(F((4, 3)), I([0, 1, 2, 2]), N((3,), 0.5, 2.0))]),
+    OpInfo("cross_entropy", lambda T, x, t: _F(T).cross_entropy(x, t, reduction="none"),
+           lambda x, t: np_nll(np_log_softmax(x), t, reduction="none"),
+           [(F((2, 3, 4)), I([[0, 1, 2, 2], [1, 1, 0, 2]])),
+            (F((2, 3, 2, 2)), I([[[0, 1], [2, 2]], [[1, 1], [0, 2]]]))]),
+    OpInfo("cross_entropy", lambda T, x, t, w: _F(T).cross_entropy(x, t, w, label_smoothing=0.2,
+                                                                    ignore_index=0),
+           lambda x, t, w: np_nll(np_log_softmax(x), t, w, 0, smoothing=0.2),
+           [(F((4, 3)), I([0, 1, 2, 2]), N((3,), 0.5, 2.0))]),
+    OpInfo("nn.cross_entropy_probs", lambda T, x, t: _F(T).cross_entropy(x, t.softmax(1)),
+           lambda x, t: -(np_log_softmax(x, 1) * np.exp(np_log_softmax(t, 1))).sum() / 3,
+           [(F((3, 4)), F((3, 4)))]),
+    OpInfo("nn.cross_entropy_probs", lambda T, x, t: _F(T).cross_entropy(
+               x, t, label_smoothing=0.1, reduction="none"),
+           lambda x, t: -(np_log_softmax(x, 1) * (t * 0.9 + 0.1 / 4)).sum(1),
+           [(F((3, 4)), N((3, 4), 0.0, 1.0))]),
+    OpInfo("nll_loss", lambda T, x, t: _F(T).nll_loss(x, t), lambda x, t: np_nll(x, t),
+           [(F((3, 4)), I([0, 3, 1])), (F((2, 3, 2, 2)), I([[[0, 1], [2, 2]], [[1, 1], [0, 2]]]))]),
+    OpInfo("nll_loss", lambda T, x, t, w: _F(T).nll_loss(x, t, w, reduction="none",
+                                                         ignore_index=2),
+           lambda x, t, w: np_nll(x, t, w, 2, "none"),
+           [(F((4, 3)), I([0, 1, 2, 2]), N((3,), 0.5, 2.0)),
+            (F((2, 3, 4)), I([[0, 1, 2, 2], [1, 1, 0, 2]]), N((3,), 0.5, 2.0))]),
+    OpInfo("binary_cross_entropy", lambda T, x, t: _F(T).binary_cross_entropy(x, t), np_bce,
+           [(F((3, 4), **PROB), F((3, 4), **PROB))]),
+    OpInfo("binary_cross_entropy", lambda T, x, t, w: _F(T).binary_cross_entropy(
+               x, t, w, reduction="none"),
+           lambda x, t, w: np_bce(x, t, w, "none"), [(F((3, 4), **PROB), N((3, 4), 0, 1),
+                                                      N((4,), 0.5, 2.0))]),
+    OpInfo("binary_cross_entropy_with_logits", lambda T, x, t: _F(
+               T).binary_cross_entropy_with_logits(x, t), np_bcel,
+           [(F((3, 4)), F((3, 4), **PROB))]),
+    OpInfo("binary_cross_entropy_with_logits", lambda T, x, t, w, pw: _F(
+               T).binary_cross_entropy_with_logits(x, t, w, reduction="sum", pos_weight=pw),
+           lambda x, t, w, pw: np_bcel(x, t, w, pw, "sum"),
+           [(F((3, 4)), F((3, 4), **PROB), N((3, 1), 0.5, 2.0), N((4,), 0.5, 2.0))]),
+
+    # -- one_hot, pad, normalize --
+    OpInfo("nn.one_hot", lambda T, i: _F(T).one_hot(i, 5), lambda i: np.eye(5, dtype=np.int64)[i],
+           [(I([[0, 4], [2, 2]]),)], grad=False),
+    OpInfo("pad", lambda T, x: _F(T).pad(x, (1, 2)), lambda x: np.pad(x, ((0, 0), (1, 2))),
+           [(F((3, 4)),)]),
+    OpInfo("pad", lambda T, x: _F(T).pad(x, (1, -1, -1, 2), value=1.5),
+           lambda x: np.pad(x[:, 1:, :-1], ((0, 0), (0, 2), (1, 0)), constant_values=1.5),
+           [(F((2, 3, 4)),)]),
+    OpInfo("pad.reflect", lambda T, x: _F(T).pad(x, (2, 1, 1, 2), mode="reflect"),
+           lambda x: np.pad(x, ((0, 0), (1, 2), (2, 1)), mode="reflect"), [(F((2, 3, 4)),)]),
+    OpInfo("pad.reflect", lambda T, x: _F(T).pad(x, (1, 2), mode="reflect"),
+           lambda x: np.pad(x, ((0, 0), (0, 0), (1, 2)), mode="reflect"), [(F((1, 2, 4)),)]),
+    OpInfo("pad.replicate", lambda T, x: _F(T).pad(x, (2, 1, 0, 3), mode="replicate"),
+           lambda x: np.pad(x, ((0, 0), (0, 0), (0, 3), (2, 1)), mode="edge"),
+           [(F((1, 2, 3, 3)),)]),
+    OpInfo("pad.circular", lambda T, x: _F(T).pad(x, (2, 1), mode="circular"),
+           lambda x: np.pad(x, ((0, 0), (0, 0), (2, 1)), mode="wrap"), [(F((1, 2, 4)),)]),
+    OpInfo("nn.normalize", lambda T, x: _F(T).normalize(x),
+           lambda x: x / np.maximum(np.sqrt((x * x).sum(1, keepdims=True)), 1e-12),
+           [(F((3, 4)),)]),
+    OpInfo("nn.normalize", lambda T, x: _F(T).normalize(x, p=1, dim=0),
+           lambda x: x / np.maximum(np.abs(x).sum(0, keepdims=True), 1e-12), [(F((3, 4)),)],
+           gradgrad=False),
+]
+
+
+def op_names():
+    return {info.name for info in OP_DB_NN}
