@@ -43,7 +43,8 @@ from .ops.softmax import log_softmax, softmax  # noqa: E402
 from .ops.registry import REGISTRY  # noqa: E402,F401
 from .ops.elementwise import elementwise  # noqa: E402
 from . import autograd, cuda, utils  # noqa: E402,F401
-from . import nn  # noqa: E402,F401
+from . import nn, optim  # noqa: E402,F401
+from .serialization import load, save  # noqa: E402
 from .autograd.anomaly_mode import (is_anomaly_check_nan_enabled,  # noqa: E402,F401
                                     is_anomaly_enabled)
 

@@ -1,2 +1,2 @@
 """``nbgrad.utils``."""
-from . import hooks  # noqa: F401
+from . import checkpoint, data, hooks  # noqa: F401
