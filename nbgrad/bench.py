@@ -92,6 +92,37 @@ def mlp_step(T, batch=128):
     return run
 
 
+def softmax_ce_step(T, n=128, c=10000):
+    rng = np.random.default_rng(0)
+    x = T.tensor(rng.standard_normal((n, c)).astype(np.float32), requires_grad=True)
+    y = T.tensor(rng.integers(0, c, n))
+
+    def run():
+        loss = T.nn.functional.cross_entropy(x, y)
+        loss.backward()
+        x.grad = None
+    return run
+
+
+def cnn_step(T, batch=64):
+    rng = np.random.default_rng(0)
+    T.manual_seed(0)
+    nn = T.nn
+    model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(16 * 7 * 7, 10))
+    opt = T.optim.SGD(model.parameters(), lr=0.01)
+    xb = T.tensor(rng.standard_normal((batch, 1, 28, 28)).astype(np.float32))
+    yb = T.tensor(rng.integers(0, 10, batch))
+
+    def run():
+        loss = T.nn.functional.cross_entropy(model(xb), yb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return run
+
+
 def main(argv=None):
     import nbgrad
     p = argparse.ArgumentParser(prog="python -m nbgrad", description=__doc__)
@@ -111,7 +142,10 @@ def main(argv=None):
     rows = [("per-op forward while recording (us)", lambda T: per_op(T) * 1e6),
             ("per-node backward (us)", lambda T: per_node(T) * 1e6),
             ("MLP 784-512-512-10 step, batch 128 (ms)", lambda T: _timeit(mlp_step(T, 128)) * 1e3),
-            ("MLP 784-512-512-10 step, batch 16 (ms)", lambda T: _timeit(mlp_step(T, 16)) * 1e3)]
+            ("MLP 784-512-512-10 step, batch 16 (ms)", lambda T: _timeit(mlp_step(T, 16)) * 1e3),
+            ("softmax+cross-entropy 128x10000 fwd+bwd (ms)",
+             lambda T: _timeit(softmax_ce_step(T)) * 1e3),
+            ("CNN train step, batch 64 of 28x28 (ms)", lambda T: _timeit(cnn_step(T)) * 1e3)]
     if not args.quick:
         rows.append(("GELU from primitives 4M f32 fwd+bwd (ms)",
                      lambda T: _timeit(gelu_step(T), repeat=3) * 1e3))

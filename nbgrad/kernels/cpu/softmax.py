@@ -8,6 +8,7 @@ from .. import JIT
 @njit(**JIT)
 def softmax_fwd_cpu(x, out, log):
     outer, n, inner = x.shape
+    zero = np.zeros(1, x.dtype)[0]  # x's dtype: float32 rows stay float32 (SIMD-friendly)
     for o in range(outer):
         for i in range(inner):
             m = x[o, 0, i]
@@ -15,11 +16,9 @@ def softmax_fwd_cpu(x, out, log):
                 v = x[o, k, i]
                 if v > m or v != v:
                     m = v
-            s = m - m  # typed zero (x's dtype) unless m is inf/nan
             if m == -np.inf:  # an all -inf row: PyTorch gives nan, exp(-inf - -inf) does too
-                s = x[o, 0, i] * 0
-            if s != s:
-                s = 0
+                m = zero
+            s = zero
             for k in range(n):
                 s += np.exp(x[o, k, i] - m)
             if log:
