@@ -18,7 +18,9 @@ def softmax_fwd_cpu(x, out, log):
                     m = v
             if m == -np.inf:  # an all -inf row: PyTorch gives nan, exp(-inf - -inf) does too
                 m = zero
-            s = zero
+            # exp in x's dtype (float32 stays float32), sum and log in float64: the float64
+            # ``ls`` also stops fast-math from re-associating (x - m) - ls into x - (m + ls)
+            s = 0.0
             for k in range(n):
                 s += np.exp(x[o, k, i] - m)
             if log:
