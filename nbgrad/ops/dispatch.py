@@ -413,8 +413,9 @@ def pointwise_vjp(op, node, grads):
             out.append(_make(r if type(r) is np.ndarray else np.asarray(r)))
         return tuple(out)
     # create_graph: evaluate the same partials with differentiable nbgrad ops
-    from .mathns import TENSOR_NS
+    from .mathns import TENSOR_NS, typed_where
     ns = dict(TENSOR_NS)
+    ns["where"] = typed_where(g.dtype)  # where(c, 1, 0.5): numbers take the gradient's dtype
     for n in op.saves:
         ns[n] = node.unpack(n)
     for n, v in zip(op.attrs, attrs):

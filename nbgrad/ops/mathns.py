@@ -25,6 +25,19 @@ def _where(c, a, b):
     return api.where(c, a, b)
 
 
+def typed_where(dtype):
+    """``where`` whose Python-number branches are created in ``dtype`` (not the default)."""
+    def where(c, a, b):
+        if isinstance(c, bool):
+            return a if c else b
+        if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+            from ..creation import tensor
+            a = tensor(a, dtype=dtype)
+        from . import api
+        return api.where(c, a, b)
+    return where
+
+
 def _sign(x):
     from . import api
     return api.sign(x) if isinstance(x, Tensor) else float((x > 0) - (x < 0))

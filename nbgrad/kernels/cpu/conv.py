@@ -27,14 +27,18 @@ def _span(n_out, stride, offset, size):
 
 @njit(**JIT)
 def im2col_cpu(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
-    """cols[n, (c*kh + i)*kw + j, y*ow + z] = x[n, c, y*sh - ph + i*dh, z*sw - pw + j*dw]."""
+    """cols[(c*kh + i)*kw + j, n*oh*ow + y*ow + z] = x[n, c, y*sh - ph + i*dh, z*sw - pw + j*dw].
+
+    Image n owns columns [n*oh*ow, (n+1)*oh*ow); ops/nn code runs its GEMMs on strided
+    per-image views of this one buffer (NOTE [conv GEMMs] in nn/functional.py)."""
     N, C, H, W = x.shape
+    L = oh * ow
     for n in range(N):
         for c in range(C):
             for i in range(kh):
                 ylo, yhi = _span(oh, sh, i * dh - ph, H)
                 for j in range(kw):
-                    row = cols[n, (c * kh + i) * kw + j]
+                    row = cols[(c * kh + i) * kw + j, n * L:(n + 1) * L]
                     off = j * dw - pw
                     zlo, zhi = _span(ow, sw, off, W)
                     for y in range(oh):
@@ -62,13 +66,14 @@ def im2col_cpu(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
 def col2im_cpu(cols, x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
     """The transpose of im2col: x (zeroed here) accumulates every tap that read it."""
     N, C, H, W = x.shape
+    L = oh * ow
     x[...] = 0
     for n in range(N):
         for c in range(C):
             for i in range(kh):
                 ylo, yhi = _span(oh, sh, i * dh - ph, H)
                 for j in range(kw):
-                    row = cols[n, (c * kh + i) * kw + j]
+                    row = cols[(c * kh + i) * kw + j, n * L:(n + 1) * L]
                     off = j * dw - pw
                     zlo, zhi = _span(ow, sw, off, W)
                     for y in range(ylo, yhi):
