@@ -11,3 +11,9 @@ def warmup(dtypes=("float32",)):
         out = out.softmax(1).log_softmax(0).sum(1).mean() + out.amax() + out.var()
         out = out + (x @ y.t()).sum() + x.logsumexp(1).sum() + x.cumsum(0).sum()
         out.backward()
+        F = nbgrad.nn.functional
+        img = nbgrad.ones(2, 1, 4, 4, dtype=dt, requires_grad=True)
+        w = nbgrad.ones(2, 1, 3, 3, dtype=dt, requires_grad=True)
+        h = F.max_pool2d(F.conv2d(img, w, padding=1).relu(), 2).flatten(1)
+        loss = F.cross_entropy(F.layer_norm(h, (h.shape[1],)), nbgrad.tensor([0, 1]))
+        loss.backward()
