@@ -2,8 +2,6 @@
 float64 finite-difference gradients, second derivatives, forward/reverse consistency, torch as
 oracle for values, gradients and grad_fn names), plus numerical-stability, error-message,
 dropout, batch-norm running-stat and fused-vs-create_graph backward tests."""
-import warnings
-
 import numpy as np
 import pytest
 
@@ -11,12 +9,14 @@ import nbgrad
 import nbgrad.nn.functional as F
 from nbgrad.ops.registry import REGISTRY
 from nbgrad.testing import op_db
-from nbgrad.testing.numeric import directional_check, full_jacobian_check
-from nbgrad.testing.op_db import arrays_of, materialize
+from nbgrad.testing.op_db import materialize
 from nbgrad.testing.op_db_nn import OP_DB_NN
 
 from conftest import needs_torch, torch
 
+# The generic checks (values vs numpy, float64 gradients, second order, JVP/VJP consistency,
+# torch values/grads/node names) run over OP_DB_NN in tests/test_ops.py, which includes it;
+# this file adds what is specific to nn.functional.
 CASES = [(info, i, s) for info in OP_DB_NN for i, s in enumerate(info.samples)]
 GRAD = [c for c in CASES if c[0].grad]
 
@@ -44,70 +44,9 @@ def _diff_fn(info, sample, args_template):
     return fn
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
-def test_forward_matches_numpy(case, dtype):
-    info, _, sample = case
-    _, args = materialize(nbgrad, sample, dtype, False)
-    got = _outs(info.fn(nbgrad, *args))
-    ref = info.ref(*[a.astype(getattr(np, dtype)) if isinstance(a, np.ndarray) and a.dtype.kind
-                     == "f" else a for a in arrays_of(sample)])
-    refs = list(ref) if isinstance(ref, tuple) else [ref]
-    assert len(got) == len(refs)
-    tol = dict(rtol=1e-5, atol=1e-5) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
-    for g, r in zip(got, refs):
-        r = np.asarray(r)
-        assert tuple(g.shape) == r.shape, (g.shape, r.shape)
-        if r.dtype == bool or r.dtype.kind in "iu":
-            np.testing.assert_array_equal(g.numpy(), r)
-        else:
-            assert g.dtype is getattr(nbgrad, dtype)
-            np.testing.assert_allclose(g.detach().numpy(), r, **tol)
-
-
-@pytest.mark.parametrize("case", GRAD, ids=[case_id(c) for c in GRAD])
-def test_grad_directional(case):
-    info, _, sample = case
-    leaves, args = materialize(nbgrad, sample, "float64", True)
-    ok, num, ana = directional_check(_diff_fn(info, sample, args), leaves, **info.grad_tol)
-    assert ok, (num, ana)
-
-
 SMALLEST = {}
 for _c in GRAD:
     SMALLEST.setdefault(id(_c[0]), _c)
-
-
-@pytest.mark.parametrize("case", list(SMALLEST.values()),
-                         ids=[case_id(c) for c in SMALLEST.values()])
-def test_grad_full_jacobian(case):
-    info, _, sample = case
-    leaves, args = materialize(nbgrad, sample, "float64", True)
-    ok, num, ana = full_jacobian_check(_diff_fn(info, sample, args), leaves, **info.grad_tol)
-    assert ok, "numerical:\n%s\nanalytical:\n%s" % (num, ana)
-
-
-GRADGRAD = [c for c in SMALLEST.values() if c[0].gradgrad]
-
-
-@pytest.mark.parametrize("case", GRADGRAD, ids=[case_id(c) for c in GRADGRAD])
-def test_second_derivative_directional(case):
-    info, _, sample = case
-    leaves, args = materialize(nbgrad, sample, "float64", True)
-    fn = _diff_fn(info, sample, args)
-    rng = np.random.default_rng(1)
-
-    def first(*xs):
-        outs = [o for o in _outs(fn(*xs)) if o.dtype.is_floating_point]
-        vs = [nbgrad.tensor(rng.standard_normal(o.shape)) for o in outs]
-        rng.bit_generator.state = np.random.default_rng(1).bit_generator.state
-        total = sum(((o * o) * v).sum() for o, v in zip(outs, vs))
-        gs = nbgrad.autograd.grad(total, xs, create_graph=True, allow_unused=True)
-        return tuple(g for g in gs if g is not None)
-    tol = dict(rtol=1e-4, atol=1e-6)
-    tol.update(info.grad_tol)
-    ok, num, ana = directional_check(first, leaves, **tol)
-    assert ok, (num, ana)
 
 
 @pytest.mark.parametrize("case", list(SMALLEST.values()),
@@ -127,64 +66,6 @@ def test_fused_backward_equals_create_graph_backward(case):
             assert (a is None or not np.any(a.numpy())) and (b is None or not np.any(b.numpy()))
         else:
             np.testing.assert_allclose(a.numpy(), b.detach().numpy(), rtol=1e-10, atol=1e-12)
-
-
-@pytest.mark.parametrize("case", GRAD, ids=[case_id(c) for c in GRAD])
-def test_jvp_vjp_consistency(case):
-    import nbgrad.autograd.forward_ad as fwAD
-    info, _, sample = case
-    leaves, args = materialize(nbgrad, sample, "float64", True)
-    fn = _diff_fn(info, sample, args)
-    rng = np.random.default_rng(5)
-    us = [nbgrad.tensor(rng.standard_normal(tuple(x.shape))) for x in leaves]
-    with fwAD.dual_level():
-        duals = [fwAD.make_dual(x.detach(), u) for x, u in zip(leaves, us)]
-        outs = [o for o in _outs(fn(*duals)) if o.dtype.is_floating_point]
-        tangents = [fwAD.unpack_dual(o).tangent for o in outs]
-    outs_r = [o for o in _outs(fn(*leaves)) if o.dtype.is_floating_point]
-    vs = [nbgrad.tensor(rng.standard_normal(tuple(o.shape))) for o in outs_r]
-    forward = sum(float((t.numpy() * v.numpy()).sum()) for t, v in zip(tangents, vs)
-                  if t is not None)
-    live = [(o, v) for o, v in zip(outs_r, vs) if o.requires_grad]
-    grads = nbgrad.autograd.grad([o for o, _ in live], leaves, [v for _, v in live],
-                                 allow_unused=True) if live else [None] * len(leaves)
-    reverse = sum(float((g.numpy() * u.numpy()).sum()) for g, u in zip(grads, us)
-                  if g is not None)
-    assert forward == pytest.approx(reverse, rel=1e-7, abs=1e-9)
-
-
-@needs_torch
-@pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
-def test_matches_torch(case):
-    info, _, sample = case
-    n_leaves, n_args = materialize(nbgrad, sample, "float64", info.grad)
-    t_leaves, t_args = materialize(torch, sample, "float64", info.grad)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        n_out = _outs(info.fn(nbgrad, *n_args))
-        t_out = _outs(info.fn(torch, *t_args))
-    assert len(n_out) == len(t_out)
-    for a, b in zip(n_out, t_out):
-        assert tuple(a.shape) == tuple(b.shape)
-        assert a.dtype.name == str(b.dtype).replace("torch.", "")
-        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-10, atol=1e-12)
-        if b.grad_fn is not None:
-            assert a.grad_fn is not None and a.grad_fn.name() == b.grad_fn.name()
-        else:
-            assert a.grad_fn is None
-    if info.grad and n_leaves:
-        rng = np.random.default_rng(3)
-        diff = [i for i, o in enumerate(t_out) if o.requires_grad]
-        vs = [rng.standard_normal(tuple(t_out[i].shape)) for i in diff]
-        ng = nbgrad.autograd.grad([n_out[i] for i in diff], n_leaves,
-                                  [nbgrad.tensor(v) for v in vs], allow_unused=True)
-        tg = torch.autograd.grad([t_out[i] for i in diff], t_leaves,
-                                 [torch.tensor(v) for v in vs], allow_unused=True)
-        for a, b in zip(ng, tg):
-            if b is None:
-                assert a is None or not np.any(a.numpy())
-            else:
-                np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-9, atol=1e-12)
 
 
 def test_every_nn_registry_op_has_an_entry():
