@@ -17,6 +17,7 @@ from .. import JIT
 @njit(**JIT)
 def nll_fwd_cpu(x, t, w, ignore_index, smoothing, fused, loss, wt, lse):
     outer, C, inner = x.shape
+    zero = np.zeros(1, x.dtype)[0]  # keeps the row max (and so every exp) in x's dtype
     total = 0.0
     for o in range(outer):
         for i in range(inner):
@@ -34,7 +35,7 @@ def nll_fwd_cpu(x, t, w, ignore_index, smoothing, fused, loss, wt, lse):
                     if v > m or v != v:
                         m = v
                 if m == -np.inf:
-                    m = 0.0
+                    m = zero
                 s = 0.0
                 for k in range(C):
                     s += np.exp(x[o, k, i] - m)
@@ -59,6 +60,7 @@ def nll_bwd_cpu(x, t, w, ignore_index, smoothing, fused, lse, gs, gx):
     fused: d/dx_c = gs * ((1-eps) * w_t * (p_c - [c == t]) + eps/C * (sum(w) * p_c - w_c))."""
     outer, C, inner = x.shape
     shared = gs.shape[0] == 1 and gs.shape[1] == 1
+    buf = np.zeros(1, x.dtype)  # casts log(sum) to x's dtype so exp runs in x's dtype
     wsum = 0.0
     if smoothing > 0:
         for k in range(C):
@@ -74,9 +76,17 @@ def nll_bwd_cpu(x, t, w, ignore_index, smoothing, fused, lse, gs, gx):
             if fused:
                 a = gi * (1.0 - smoothing) * w[ti]
                 b = gi * smoothing / C
-                ls = lse[o, i]
+                m = x[o, 0, i]
+                for k in range(1, C):
+                    v = x[o, k, i]
+                    if v > m or v != v:
+                        m = v
+                if m == -np.inf:
+                    m = buf[0] * 0
+                buf[0] = lse[o, i] - m           # log(sum exp(x - m)): small, exact enough
+                lsm = buf[0]
                 for k in range(C):
-                    p = np.exp(x[o, k, i] - ls)
+                    p = np.exp((x[o, k, i] - m) - lsm)
                     gx[o, k, i] = a * p + b * (wsum * p - w[k])
                 gx[o, ti, i] -= a
             else:
