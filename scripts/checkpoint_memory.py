@@ -21,7 +21,6 @@ Gradients of every variant are compared with the plain run.
 """
 import argparse
 import math
-import time
 import tracemalloc
 
 import numpy as np
@@ -83,18 +82,6 @@ def measure(kind, ws, bs, batch, width, residual):
     return held, peak, grads
 
 
-def timed(kind, ws, bs, batch, width, residual, repeat=3):
-    """Best-of-3 seconds for forward + backward (tracemalloc off)."""
-    nbgrad.manual_seed(1)
-    x = nbgrad.randn(batch, width).requires_grad_()
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        forward(kind, x, ws, bs, residual).sum().backward()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--layers", type=int, default=20)
@@ -121,20 +108,18 @@ def main():
         print()
         print("chain %r: h = %s" % (chain, "h + tanh(h @ W + b) / 2" if residual
                                      else "tanh(h @ W + b)"))
-        print("%-34s %15s %15s %12s %12s" % ("variant", "held after fwd", "peak fwd+bwd",
-                                            "fwd+bwd s", "max |dgrad|"))
+        print("%-34s %15s %15s %12s" % ("variant", "held after fwd", "peak fwd+bwd",
+                                       "max |dgrad|"))
         ref = None
         for k in kinds:
             tracemalloc.start()
             measure(k, ws, bs, args.batch, args.width, residual)   # settle allocations
             held, peak, grads = measure(k, ws, bs, args.batch, args.width, residual)
             tracemalloc.stop()
-            secs = timed(k, ws, bs, args.batch, args.width, residual)
             if ref is None:
                 ref = grads
             diff = max(float(np.abs(a - b).max()) for a, b in zip(grads, ref))
-            print("%-34s %11.1f MiB %11.1f MiB %12.3f %12.3g"
-                  % (k, held / MiB, peak / MiB, secs, diff))
+            print("%-34s %11.1f MiB %11.1f MiB %12.3g" % (k, held / MiB, peak / MiB, diff))
 
 
 if __name__ == "__main__":
