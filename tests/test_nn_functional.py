@@ -30,18 +30,7 @@ def _outs(r):
     return list(r) if isinstance(r, (tuple, list)) else [r]
 
 
-def _diff_fn(info, sample, args_template):
-    def fn(*leaves):
-        it = iter(leaves)
-        args = []
-        for spec, a in zip(sample, args_template):
-            if isinstance(spec, op_db.F) and spec.grad:
-                leaf = next(it)
-                args.append(leaf.mT if spec.T else leaf)
-            else:
-                args.append(a)
-        return info.fn(nbgrad, *args)
-    return fn
+_diff_fn = op_db.leaf_fn
 
 
 SMALLEST = {}

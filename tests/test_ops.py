@@ -51,19 +51,7 @@ def test_forward_matches_numpy(case, dtype):
             np.testing.assert_allclose(g.detach().numpy(), r, **tol)
 
 
-def _diff_fn(info, sample, args_template):
-    """A function of the differentiable leaves only (others fixed)."""
-    def fn(*leaves):
-        it = iter(leaves)
-        args = []
-        for spec, a in zip(sample, args_template):
-            if isinstance(spec, op_db.F) and spec.grad:
-                leaf = next(it)
-                args.append(leaf.mT if spec.T else leaf)
-            else:
-                args.append(a)
-        return info.fn(nbgrad, *args)
-    return fn
+_diff_fn = op_db.leaf_fn
 
 
 @pytest.mark.parametrize("case", GRAD, ids=[case_id(c) for c in GRAD])

@@ -83,6 +83,23 @@ def materialize(T, sample, dtype, requires_grad, seed=0):
     return leaves, args
 
 
+def leaf_fn(info, sample, args_template):
+    """``info.fn`` as a function of the differentiable leaves only (other arguments fixed)."""
+    import nbgrad
+
+    def fn(*leaves):
+        it = iter(leaves)
+        args = []
+        for spec, a in zip(sample, args_template):
+            if isinstance(spec, F) and spec.grad:
+                leaf = next(it)
+                args.append(leaf.mT if spec.T else leaf)
+            else:
+                args.append(a)
+        return info.fn(nbgrad, *args)
+    return fn
+
+
 def arrays_of(sample, seed=0):
     rng = np.random.default_rng(seed)
     out = []
