@@ -492,3 +492,28 @@ def test_missing_file_is_file_not_found(tmp_path):
     with pytest.raises(FileNotFoundError):
         load(tmp_path / "nope.nbg")
     assert not os.path.exists(tmp_path / "nope.nbg")
+
+
+@pytest.mark.skipif(not hasattr(nbgrad.nn, "Linear") or not hasattr(nbgrad, "optim"),
+                    reason="nn.Linear / optim not available")
+def test_real_module_and_optimizer_state_dicts(tmp_path):
+    nbgrad.manual_seed(0)
+    net = nbgrad.nn.Sequential(nbgrad.nn.Linear(3, 4), nbgrad.nn.ReLU(), nbgrad.nn.Linear(4, 2))
+    opt = nbgrad.optim.Adam(net.parameters(), lr=1e-3)
+    net(nbgrad.randn(5, 3)).sum().backward()
+    opt.step()
+    ckpt = {"model": net.state_dict(), "optim": opt.state_dict(), "epoch": 3}
+    p = tmp_path / "ckpt.nbg"
+    save(ckpt, p)
+    r = load(p)
+    assert r["epoch"] == 3
+    assert list(r["model"]) == list(ckpt["model"])
+    for k in ckpt["model"]:
+        same(ckpt["model"][k], r["model"][k])
+    net2 = nbgrad.nn.Sequential(nbgrad.nn.Linear(3, 4), nbgrad.nn.ReLU(), nbgrad.nn.Linear(4, 2))
+    net2.load_state_dict(r["model"])
+    x = nbgrad.randn(2, 3)
+    np.testing.assert_array_equal(net2(x).detach().numpy(), net(x).detach().numpy())
+    opt2 = nbgrad.optim.Adam(net2.parameters(), lr=1e-3)
+    opt2.load_state_dict(r["optim"])
+    assert opt2.state_dict()["param_groups"] == opt.state_dict()["param_groups"]

@@ -26,7 +26,7 @@ import weakref
 from .. import grad_mode
 from .. import random as _random
 
-__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointFunction", "detach_variable",
+__all__ = ["checkpoint", "checkpoint_sequential", "detach_variable",
            "check_backward_validity", "CheckpointError"]
 
 
