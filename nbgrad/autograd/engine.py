@@ -128,9 +128,6 @@ def _run_node(node, slots, keep_graph, create_graph, captures, captured, execute
     return outs
 
 
-def _num_outputs(node):
-    return getattr(node, "_nout", 1)
-
 
 def _add(buffers, node, nr, g):
     slots = buffers.get(node)

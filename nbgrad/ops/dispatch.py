@@ -10,7 +10,7 @@ import numpy as np
 from .. import _flags
 from .. import dtypes as _dt
 from .._tensor import Tensor
-from ..autograd.graph import SavedOutput, SavedTensor, edge, grad_accumulator, next_seq
+from ..autograd.graph import SavedOutput, SavedTensor, edge, next_seq
 from ..grad_mode import STATE
 from ..kernels.pointwise import cpu_kernel, names_in
 from .registry import node_class
@@ -20,11 +20,6 @@ _make = Tensor._make
 from .._fpstate import EXTOBJ as _EXTOBJ, IGNORE as _IGNORE, call_quiet as _call_quiet  # noqa
 _FROM_NP = _dt._FROM_NP
 
-
-def wrap(arr, node=None, nr=0):
-    if type(arr) is not np.ndarray:
-        arr = np.asarray(arr)
-    return _make(arr, node, nr)
 
 
 def needs_grad(inputs):
@@ -62,9 +57,7 @@ def new_node(name, inputs, vjp, saved=None, attrs=None, nout=1):
     else:
         node.saved = None
     if _flags.TAPS:
-        from ..autograd.anomaly_mode import STATE as anomaly
-        if anomaly.enabled:
-            node._trace = traceback.extract_stack()[:-3]
+        _taps(node)
     return node
 
 
@@ -131,10 +124,6 @@ def pointwise_dtype(op, inputs):
     return dt
 
 
-def compute_dtype(dt):
-    """float16 is a storage type on CPU: compute in float32 (NUMBA-NOTES section 8)."""
-    return _dt.float32 if dt is _dt.float16 else dt
-
 
 def _kernel(op, cd, with_attrs):
     """The forward kernel of ``op`` for compute dtype ``cd`` (one dict lookup when warm)."""
@@ -191,13 +180,7 @@ def _record_pointwise(op, inputs, attrs, cd, out):
     nf, meta = [], []
     for x, name in zip(inputs, op.args):
         if isinstance(x, Tensor) and name not in op.bool_args:
-            gf = x.grad_fn
-            if gf is not None:
-                nf.append((gf, x._output_nr))
-            elif x._requires_grad:
-                nf.append((grad_accumulator(x), 0))
-            else:
-                nf.append((None, 0))
+            nf.append(edge(x))
             meta.append((x._data.shape, x._dtype))
         else:
             nf.append((None, 0))
@@ -226,14 +209,6 @@ def _record_pointwise(op, inputs, attrs, cd, out):
 
 _SCALAR_CAT = {float: 2, int: 1, bool: 0}
 
-
-def _edge_of(x):
-    gf = x.grad_fn
-    if gf is not None:
-        return (gf, x._output_nr)
-    if x._requires_grad:
-        return (grad_accumulator(x), 0)
-    return (None, 0)
 
 
 def binary(op, a, b):
@@ -278,10 +253,10 @@ def binary(op, a, b):
             and op.differentiable and dt.category >= 2:
         node = op.node.__new__(op.node)
         if bt is None:
-            node.next_functions = (_edge_of(a), (None, 0))
+            node.next_functions = (edge(a), (None, 0))
             node._in_meta = ((a._data.shape, ad), None)
         else:
-            node.next_functions = (_edge_of(a), _edge_of(bt))
+            node.next_functions = (edge(a), edge(bt))
             node._in_meta = ((a._data.shape, ad), (bt._data.shape, bt._dtype))
         node._seq = next_seq()
         node.op = op.vjp
@@ -333,7 +308,7 @@ def unary(op, a):
         out = out.astype(dt.np)
     if a._requires_grad and STATE.enabled and op.differentiable and dt.category >= 2:
         node = op.node.__new__(op.node)
-        node.next_functions = (_edge_of(a),)
+        node.next_functions = (edge(a),)
         node._in_meta = ((a._data.shape, a._dtype),)
         node._seq = next_seq()
         node.op = op.vjp

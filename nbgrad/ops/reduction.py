@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .._tensor import Tensor, _wrap_dim
-from ..grad_mode import STATE
+from ..grad_mode import no_grad
 from ..kernels.cpu import reduce as K
 from .dispatch import needs_grad, new_node, result, save_output
 from .registry import OpDef, register
@@ -373,8 +373,9 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         p = 2.0
     p = float(p)
     dims = _dims(dim, x._data.ndim)
-    with _no_grad():
-        ax = abs_(x)
+    from .api import abs as _abs
+    with no_grad():
+        ax = _abs(x)
         if math.isinf(p):
             r = amax(ax, dims, keepdim) if p > 0 else amin(ax, dims, keepdim)
         elif p == 0:
@@ -394,18 +395,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     return r
 
 
-def abs_(x):
-    from .api import abs as _abs
-    return _abs(x)
 
-
-class _no_grad:
-    def __enter__(self):
-        self.prev = STATE.enabled
-        STATE.enabled = False
-
-    def __exit__(self, *exc):
-        STATE.enabled = self.prev
 
 
 def _logsumexp_vjp(node, grads):
