@@ -20,9 +20,11 @@ def _tensor_list(x):
     return list(x)
 
 
-def _make_grads(outputs, grads, is_grad_api):
+def _make_grads(outputs, grads, is_grad_api, batched=False):
     from .. import creation
     from .._tensor import Tensor
+    if batched:
+        return _make_batched_grads(outputs, grads)
     if len(grads) != len(outputs):
         raise RuntimeError("grad can be implicitly created only for scalar outputs"
                            if not grads else
@@ -47,6 +49,50 @@ def _make_grads(outputs, grads, is_grad_api):
                     "Mismatch in shape: grad_output[%d] has a shape of %r and output[%d] has a "
                     "shape of %r." % (i, Size(g._data.shape), i, Size(out._data.shape)))
             result.append(g)
+    return result
+
+
+def _make_batched_grads(outputs, grads):
+    """is_grads_batched: dim 0 of each grad_output is the batch; a None one is ones (implicit
+    scalar grad) broadcast over the batch."""
+    from .. import creation
+    from .._tensor import Size, Tensor
+    if len(grads) != len(outputs):
+        raise RuntimeError("got %d tensors and %d gradients" % (len(outputs), len(grads)))
+    n = None
+    for i, (out, g) in enumerate(zip(outputs, grads)):
+        if g is None:
+            continue
+        if not isinstance(g, Tensor):
+            raise TypeError("gradients can be either Tensors or None, but got %s"
+                            % type(g).__name__)
+        if g._data.ndim == 0:
+            raise ValueError("vmap(vjp, in_dims=0, ...)(<inputs>): Got in_dim=0 for some input, "
+                             "but that input is a Tensor of dimensionality 0 so expected in_dim "
+                             "to satisfy 0 <= in_dim < 0.")
+        if g._data.shape[1:] != out._data.shape:
+            # PyTorch 2.13 prints the batch-stripped shape of grad_output[0][0] here
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each "
+                "grad_output as the batch dimension. The sizes of the remaining dimensions are "
+                "expected to match the shape of corresponding output, but a mismatch was "
+                "detected: grad_output[%d] has a shape of %r and output[%d] has a shape of %r. "
+                "If you only want some tensors in `grad_output` to be considered batched, "
+                "consider using vmap." % (i, Size(g._data.shape[2:]), i, Size(out._data.shape)))
+        if n is not None and g._data.shape[0] != n:
+            raise ValueError("vmap: Expected all tensors to have the same size in the mapped "
+                             "dimension, got sizes %s for the mapped dimension"
+                             % [x._data.shape[0] for x in grads if x is not None])
+        n = g._data.shape[0]
+    if n is None:
+        raise RuntimeError("is_grads_batched=True needs at least one batched grad_output")
+    result = []
+    for out, g in zip(outputs, grads):
+        if g is None:
+            if out._data.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            g = creation.ones((n,) + out._data.shape, dtype=out.dtype)
+        result.append(g)
     return result
 
 
@@ -111,8 +157,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). "
                       "To accumulate gradient for other parts of the graph, please use "
                       "torch.autograd.backward.", FutureWarning, stacklevel=2)
-    if is_grads_batched:
-        raise RuntimeError("is_grads_batched=True is not supported by nbgrad yet")
     outs = _tensor_list(outputs)
     ins = _tensor_list(inputs)
     for t in ins:
@@ -121,15 +165,17 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     gos = _tensor_list(grad_outputs) if grad_outputs is not None else [None] * len(outs)
-    gos = _make_grads(outs, gos, True)
+    gos = _make_grads(outs, gos, True, is_grads_batched)
     if retain_graph is None:
         retain_graph = create_graph
-    captured = run_backward(_roots(outs), gos, retain_graph, create_graph, ins, False)
+    captured = run_backward(_roots(outs), gos, retain_graph, create_graph, ins, False,
+                            is_grads_batched)
     result = []
     for i, (t, g) in enumerate(zip(ins, captured)):
         if g is None:
             if materialize_grads:
-                g = creation.zeros_like(t)
+                g = creation.zeros_like(t) if not is_grads_batched else creation.zeros(
+                    (gos[0]._data.shape[0],) + t._data.shape, dtype=t.dtype)
             elif not allow_unused:
                 raise RuntimeError(
                     "The differentiated Tensor at index %d appears to not have been used in the "

@@ -22,13 +22,16 @@ import numpy as np
 from .. import grad_mode
 from .anomaly_mode import STATE as ANOMALY
 from .._fpstate import EXTOBJ as _EXTOBJ, IGNORE as _IGNORE
+from .batching import BATCH, handles_batch, per_sample, sum_to
 from .graph import AccumulateGrad
 
 
-def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate=True):
+def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate=True,
+                 batched=False):
     """roots: [(node, output_nr)], grads: matching Tensors.  inputs: [Tensor] or None.
 
     Returns the captured gradients for ``inputs`` when ``accumulate`` is False (autograd.grad).
+    ``batched``: every gradient has one leading batch dim (NOTE [batched backward]).
     """
     deps = _count_dependencies({n for n, _ in roots})
     buffers = {}
@@ -48,8 +51,10 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
 
     prev = grad_mode.STATE.enabled
     grad_mode.STATE.enabled = create_graph
+    prev_batch = BATCH.dims
+    BATCH.dims = 1 if batched else 0
     quiet = _EXTOBJ.set(_IGNORE)  # IEEE inf/nan without numpy RuntimeWarnings, like PyTorch
-    plain = execute is None and not ANOMALY.enabled
+    plain = execute is None and not ANOMALY.enabled and not batched
     heappop, heappush = heapq.heappop, heapq.heappush
     try:
         while ready:
@@ -85,6 +90,7 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
                     heappush(ready, (-child._seq, next(tick), child))
     finally:
         grad_mode.STATE.enabled = prev
+        BATCH.dims = prev_batch
         _EXTOBJ.reset(quiet)
     return captured
 
@@ -111,6 +117,8 @@ def _run_node(node, slots, keep_graph, create_graph, captures, captured, execute
         return None
     if ANOMALY.enabled:
         outs = _apply_anomalous(node, grads)
+    elif BATCH.dims and not handles_batch(node):
+        outs = per_sample(node, grads, _fit)
     else:
         outs = node.apply(grads)
     outs = _fit(node, outs)
@@ -251,21 +259,24 @@ def _fit(node, outs):
         raise RuntimeError("function %s returned an incorrect number of gradients (expected %d, "
                            "got %d)" % (node.name(), len(meta), len(outs)))
     fixed = None
+    nb = BATCH.dims
     for i, g in enumerate(outs):
         if g is None:
             continue
         shape, dtype = meta[i]
         gs = g._data.shape
+        if nb:
+            shape = gs[:nb] + shape
         if gs != shape or g._dtype is not dtype:
             if fixed is None:
                 fixed = list(outs)
             if gs != shape:
-                if not _expandable(shape, gs):
+                if not _expandable(shape[nb:], gs[nb:]):
                     raise RuntimeError(
                         "Function %s returned an invalid gradient at index %d - got %s but "
-                        "expected shape compatible with %s" % (node.name(), i, list(gs),
-                                                               list(shape)))
-                g = g.sum_to_size(shape)
+                        "expected shape compatible with %s" % (node.name(), i, list(gs[nb:]),
+                                                               list(shape[nb:])))
+                g = sum_to(g, shape[nb:], nb) if nb else g.sum_to_size(shape)
             if g._dtype is not dtype and dtype.category >= 2:
                 g = g.to(dtype)
             fixed[i] = g
@@ -283,7 +294,8 @@ def _expandable(shape, grad_shape):
 
 def _apply_anomalous(node, grads):
     try:
-        outs = node.apply(grads)
+        outs = per_sample(node, grads, _fit) if BATCH.dims and not handles_batch(node) else \
+            node.apply(grads)
         if ANOMALY.check_nan:
             for i, g in enumerate(outs):
                 if g is not None and g._dtype.category >= 2 and np.isnan(g._data).any():

@@ -22,12 +22,17 @@ UnpackedDualTensor = collections.namedtuple("UnpackedDualTensor", ["primal", "ta
 
 _LEVEL = [-1]
 _DUALS = []  # tensors carrying tangents at the current level (cleared on exit)
+# 1 while every tangent carries a leading batch dim (jacobian(strategy="forward-mode",
+# vectorize=True): one forward pass pushes all the basis tangents at once)
+_TBATCH = [0]
+_GEN = [0]  # counts dual levels, so a tangent saved at one level is never seen at another
 
 
 def enter_dual_level():
     if _LEVEL[0] >= 0:
         raise RuntimeError("Nested forward mode AD is not supported at the moment")
     _LEVEL[0] = 0
+    _GEN[0] += 1
     _flags.FWD = True
     return 0
 
@@ -37,6 +42,7 @@ def exit_dual_level(*, level=None):
         t.__dict__.pop("_fw_grad", None)
     _DUALS.clear()
     _LEVEL[0] = -1
+    _TBATCH[0] = 0
     _flags.FWD = False
 
 
@@ -54,6 +60,19 @@ class dual_level:
 def _set_tangent(t, tangent):
     t._fw_grad = tangent
     _DUALS.append(t)
+    node = t.grad_fn
+    saved = getattr(node, "saved", None) if node is not None else None
+    if saved:  # the node saved this very output: its backward must see the tangent too
+        for s in saved.values():
+            if getattr(s, "is_output", False) and s.data is t._data:
+                s.fw = (_GEN[0], tangent)
+
+
+def restore_tangent(t, fw):
+    """Give an unpacked saved output the tangent its tensor had (same dual level only)."""
+    if fw[0] == _GEN[0] and _LEVEL[0] >= 0:
+        t._fw_grad = fw[1]
+        _DUALS.append(t)
 
 
 def make_dual(tensor, tangent, *, level=None):
@@ -73,6 +92,24 @@ def make_dual(tensor, tangent, *, level=None):
         tensor._data, None, 0, tensor._vc, tensor._base if tensor._base is not None else tensor)
     _set_tangent(alias, tangent.to(tensor.dtype))
     return alias
+
+
+def batched_dual_level(tensors, tangents):
+    """Enter a dual level whose tangents have one leading batch dim; returns the dual
+    aliases of ``tensors`` (tangent i has shape ``(B, *tensors[i].shape)``)."""
+    enter_dual_level()
+    _TBATCH[0] = 1
+    duals = []
+    for x, t in zip(tensors, tangents):
+        alias = x.view_as(x) if x.requires_grad else Tensor._make(
+            x._data, None, 0, x._vc, x._base if x._base is not None else x)
+        _set_tangent(alias, t.to(x.dtype))
+        duals.append(alias)
+    return duals
+
+
+def _batch_shape(t):
+    return t.shape[:_TBATCH[0]]
 
 
 def unpack_dual(tensor, *, level=None):
@@ -132,9 +169,15 @@ def _transposed_jvp(fn, args, kwargs, outs):
                 g.requires_grad]
         if not used:
             return
-        ts = grad([g for g, _ in used], vs, [tan for _, tan in used], allow_unused=True)
+        # batched tangents: the second backward is a batched one (NOTE [batched backward])
+        ts = grad([g for g, _ in used], vs, [tan for _, tan in used], allow_unused=True,
+                  is_grads_batched=bool(_TBATCH[0]))
+    lead = _batch_shape(used[0][1])
     for (o2, o), tan in zip(pairs, ts):
-        _set_tangent(o, (tan if tan is not None else zeros_like(o2)).detach())
+        if tan is None:
+            from ..creation import zeros
+            tan = zeros(*(tuple(lead) + tuple(o2.shape)), dtype=o2.dtype)
+        _set_tangent(o, tan.detach())
 
 
 def with_jvp(fn):
@@ -174,14 +217,18 @@ def pointwise_jvp(op, inputs, attrs, out):
             for n, v in zip(op.attrs, attrs):
                 ns[n] = v
             total = None
+            nd = out.ndim
             for i, (p, t) in enumerate(zip(op.partials, tans)):
                 if p is None or t is None:
                     continue
+                if _TBATCH[0] and t.ndim - 1 < nd:  # keep the batch dim in front of out's
+                    t = t.reshape(t.shape[0], *((1,) * (nd - t.ndim + 1)), *t.shape[1:])
                 term = t * eval(p, ns)
                 total = term if total is None else total + term
         if total is not None:
-            if tuple(total.shape) != tuple(out.shape):
-                total = total.expand(*out.shape)
+            full = tuple(total.shape[:_TBATCH[0]]) + tuple(out.shape)
+            if tuple(total.shape) != full:
+                total = total.expand(*full)
             _set_tangent(out, total.to(out.dtype) if total.dtype is not out.dtype else total)
     finally:
         _flags.FWD = True

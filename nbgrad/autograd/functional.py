@@ -100,7 +100,8 @@ def _check_requires_grad(inputs, input_type, strict):
                                "manner from the input when running in strict mode." % i)
 
 
-def _autograd_grad(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=None):
+def _autograd_grad(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=None,
+                   is_grads_batched=False):
     from . import grad
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
@@ -112,7 +113,8 @@ def _autograd_grad(outputs, inputs, grad_outputs=None, create_graph=False, retai
     if not new_outputs:
         return (None,) * len(inputs)
     return grad(new_outputs, inputs, new_grad_outputs, allow_unused=True,
-                create_graph=create_graph, retain_graph=retain_graph)
+                create_graph=create_graph, retain_graph=retain_graph,
+                is_grads_batched=is_grads_batched)
 
 
 def _fill_in_zeros(grads, refs, strict, create_graph, stage):
@@ -244,6 +246,10 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
         is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
                                               "jacobian")
         _check_requires_grad(outputs, "outputs", strict)
+        if vectorize:
+            jacobian_ = _jacobian_batched(outputs, inputs, create_graph)
+            jacobian_ = _grad_postprocess(jacobian_, create_graph)
+            return _tuple_postprocess(jacobian_, (is_outputs_tuple, is_inputs_tuple))
         jacobian_ = []
         for i, out in enumerate(outputs):
             jac_i = [[] for _ in inputs]
@@ -273,6 +279,37 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
         return _tuple_postprocess(jacobian_, (is_outputs_tuple, is_inputs_tuple))
 
 
+def _standard_basis(tensors):
+    """One batched identity per tensor: rows = all elements of all ``tensors``, so chunk i is
+    ``(total, *tensors[i].shape)`` with ones where row k is element k of the concatenation."""
+    from ..creation import zeros
+    numels = [t.numel() for t in tensors]
+    total, start, chunks = sum(numels), 0, []
+    for t, n in zip(tensors, numels):
+        c = zeros(total, n, dtype=t.dtype)
+        c._data[np.arange(start, start + n), np.arange(n)] = 1
+        chunks.append(c.view(total, *t.shape))
+        start += n
+    return chunks, numels
+
+
+def _jacobian_batched(outputs, inputs, create_graph):
+    """vectorize=True: every row of every output's Jacobian from ONE backward whose gradients
+    carry a batch dim (NOTE [batched backward]), then split per output."""
+    from ..creation import zeros
+    basis, numels = _standard_basis(outputs)
+    vj = _autograd_grad(outputs, inputs, basis, create_graph=create_graph,
+                        is_grads_batched=True)
+    total = sum(numels)
+    res = [[] for _ in outputs]
+    for x, g in zip(inputs, vj):
+        if g is None:
+            g = zeros(total, *x.shape, dtype=x.dtype)
+        for i, (out, part) in enumerate(zip(outputs, g.split(numels, 0))):
+            res[i].append(part.reshape(*(tuple(out.shape) + tuple(x.shape))))
+    return tuple(tuple(r) for r in res)
+
+
 def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
             outer_jacobian_strategy="reverse-mode"):
     """The Hessian of a scalar function."""
@@ -290,6 +327,10 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
         return out.squeeze()
 
     def jac_func(*inp):
+        if outer_jacobian_strategy == "forward-mode":
+            # forward-over-reverse: the inner backward must see the dual inputs (not detached
+            # copies without tangents), so they must require grad
+            inp = tuple(t.requires_grad_(True) for t in inp)
         jac = jacobian(ensure_single_output_function, inp, create_graph=True)
         _check_requires_grad(jac, "jacobian", strict)
         return jac
@@ -356,32 +397,32 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
 
 
 def _jacobian_forward(func, inputs):
-    """Jacobian columns from forward-mode AD: one dual evaluation per input element."""
+    """strategy="forward-mode" (always vectorized, as in PyTorch): ONE forward pass whose
+    tangents carry a batch dim holding the standard basis of all input elements; the output
+    tangents are the Jacobian's columns."""
     from ..creation import zeros
-    from ..ops.shape import stack
     from . import forward_ad as fwAD
     is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
-    inputs = tuple(t.detach() for t in inputs)
-    outputs = func(*inputs)
-    _check_outputs(outputs, "jacobian")
-    is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
-                                          "jacobian")
-    cols = [[[] for _ in inputs] for _ in outputs]
-    for j, inp in enumerate(inputs):
-        for k in range(inp.numel()):
-            e = zeros(inp.numel(), dtype=inp.dtype)
-            e._data[k] = 1
-            with fwAD.dual_level():
-                args = list(inputs)
-                args[j] = fwAD.make_dual(inp, e.view(*inp.shape))
-                outs = func(*args)
-                outs = outs if isinstance(outs, tuple) else (outs,)
-                for i, o in enumerate(outs):
-                    t = fwAD.unpack_dual(o).tangent
-                    cols[i][j].append(t if t is not None else zeros(*o.shape, dtype=o.dtype))
-    res = tuple(tuple(stack(cols[i][j], -1).reshape(*(tuple(outputs[i].shape)
-                                                       + tuple(inputs[j].shape)))
-                      if cols[i][j] else zeros(*(tuple(outputs[i].shape)
-                                                 + tuple(inputs[j].shape)))
-                      for j in range(len(inputs))) for i in range(len(outputs)))
-    return _tuple_postprocess(res, (is_outputs_tuple, is_inputs_tuple))
+    basis, numels = _standard_basis(inputs)
+    try:
+        duals = fwAD.batched_dual_level(inputs, basis)
+        outputs = func(*duals)
+        _check_outputs(outputs, "jacobian")
+        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
+                                              "jacobian")
+        tangents = [fwAD.unpack_dual(o).tangent for o in outputs]
+        outputs = [fwAD.unpack_dual(o).primal for o in outputs]
+    finally:
+        fwAD.exit_dual_level()
+    total = sum(numels)
+    res = []
+    for out, tan in zip(outputs, tangents):
+        if tan is None:
+            tan = zeros(total, *out.shape, dtype=out.dtype)
+        row = []
+        for x, part in zip(inputs, tan.split(numels, 0)):
+            # the batch dim runs over input elements: move it behind the output's dims
+            row.append(part.permute(*range(1, part.ndim), 0).reshape(
+                *(tuple(out.shape) + tuple(x.shape))))
+        res.append(tuple(row))
+    return _tuple_postprocess(tuple(res), (is_outputs_tuple, is_inputs_tuple))

@@ -170,7 +170,7 @@ def _inference_error(t):
 class SavedOutput:
     """A saved output: (array, version counter) only -- see NOTE [saved tensor lifetime]."""
 
-    __slots__ = ("data", "vc", "version", "hooked")
+    __slots__ = ("data", "vc", "version", "hooked", "fw")
     is_output = True
     tensor = None
 
@@ -178,6 +178,7 @@ class SavedOutput:
         self.data = t._data
         self.vc = t._vc
         self.version = t._vc[0]
+        self.fw = None      # (dual level generation, tangent): forward-over-reverse needs it
         self.hooked = None
         if _saved_hooks.stack:
             pack, unpack = _saved_hooks.stack[-1]
@@ -202,7 +203,11 @@ class SavedOutput:
         if self.vc[0] != self.version:
             self.check(node)
         from .._tensor import Tensor
-        return Tensor._make(self.data, node, 0, self.vc)
+        t = Tensor._make(self.data, node, 0, self.vc)
+        if self.fw is not None:
+            from .forward_ad import restore_tangent
+            restore_tangent(t, self.fw)
+        return t
 
 
 class _SavedHooks:

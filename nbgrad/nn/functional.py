@@ -23,6 +23,7 @@ import numpy as np
 from .. import dtypes as _dt
 from .. import random as _random
 from .._tensor import Tensor
+from ..autograd.batching import batched
 from ..autograd.forward_ad import with_jvp
 from ..grad_mode import STATE
 from ..kernels.cpu import conv as KC
@@ -105,6 +106,7 @@ def _no_grad_arg(t, fn, name):
                            "'%s'. This input cannot have requires_grad True." % (fn, name))
 
 
+@batched
 def _div_scalar_vjp(node, grads):
     return (grads[0] / node.attrs,)
 
@@ -119,17 +121,18 @@ def _div_scalar(t, c):
 # ---------------------------------------------------------------------------------------------
 # linear, bilinear
 
+@batched  # written over the last two dims, so batch dims in front pass through
 def _addmm_vjp(node, grads):
     g = grads[0]
     x, w = node.unpack("x"), node.unpack("w")
     bshape = node.attrs
     gx = g @ w if _needs(node, 0) else None
-    gw = g.t() @ x if _needs(node, 1) else None
+    gw = g.mT @ x if _needs(node, 1) else None
     gb = None
     if _needs(node, 2):
-        gb = g.sum(0) if len(bshape) == 1 else g.sum()
-        if len(bshape) == 1 and bshape[0] == 1 and g.shape[1] != 1:
-            gb = g.sum().reshape(1)
+        gb = g.sum(-2) if len(bshape) == 1 else g.sum((-2, -1))
+        if len(bshape) == 1 and bshape[0] == 1 and g.shape[-1] != 1:
+            gb = g.sum((-2, -1), keepdim=True).squeeze(-1)
     return gx, gw, gb
 
 

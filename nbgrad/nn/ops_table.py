@@ -6,7 +6,8 @@ derived).  Structured ops (conv, pooling, norms, losses, ...) are implemented in
 nn/functional.py with Numba kernels in kernels/cpu/{conv,pool,norm,loss}.py; they are listed here
 so the registry (and the op-table tests) know them.
 """
-from ..ops.dispatch import pointwise_vjp
+from ..autograd.batching import batched
+from ..ops.dispatch import pointwise_vjp, vjp_of
 from ..ops.registry import OpDef, register
 
 SQRT1_2 = "0.7071067811865476"      # 1 / sqrt(2)
@@ -17,7 +18,7 @@ K_KAPPA = "0.044715"
 
 def _pw(name, formula, partials, node, args=("x",), **kw):
     op = OpDef(name, "pointwise", formula=formula, partials=partials, node=node, args=args, **kw)
-    op.vjp = lambda node_, grads, op=op: pointwise_vjp(op, node_, grads)
+    op.vjp = vjp_of(op)
     return register(op)
 
 
@@ -41,6 +42,7 @@ _leaky = _pw("leaky_relu", "where(x > 0, x, x * slope)",
     attrs=("slope",), kinks=(0.0,))
 
 
+@batched
 def _leaky_relu_vjp(node, grads):
     """Fused kernel when no graph is built; otherwise g * (a constant of x's dtype): the generic
     evaluation of ``where(x > 0, 1, slope)`` would make a default-dtype (float32) tensor."""

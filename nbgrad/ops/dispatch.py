@@ -10,6 +10,7 @@ import numpy as np
 from .. import _flags
 from .. import dtypes as _dt
 from .._tensor import Tensor
+from ..autograd.batching import batched
 from ..autograd.graph import SavedOutput, SavedTensor, edge, next_seq
 from ..grad_mode import STATE
 from ..kernels.pointwise import cpu_kernel, names_in
@@ -357,6 +358,11 @@ def _plan(op):
             plan.append((params, "g * (%s)" % p, const))
         _VJP_PLANS[op.name] = plan
     return plan
+
+
+def vjp_of(op):
+    """The node backward of pointwise ``op``; broadcasting makes it batch-aware as it is."""
+    return batched(lambda node, grads: pointwise_vjp(op, node, grads))
 
 
 def pointwise_vjp(op, node, grads):

@@ -148,8 +148,8 @@ def elementwise(fn=None, *, name=None):
     camel = "".join(p.capitalize() for p in fn.__name__.split("_"))
     op = OpDef(opname, "pointwise", formula=_src(expr), partials=partials, args=tuple(argnames),
                node=camel + "Backward", rule="float", method=False, inplace=False)
-    from .dispatch import pointwise, pointwise_vjp
-    op.vjp = lambda node_, grads, op=op: pointwise_vjp(op, node_, grads)
+    from .dispatch import pointwise, vjp_of
+    op.vjp = vjp_of(op)
     register(op)
 
     def apply(*args):

@@ -13,6 +13,7 @@ import numpy as np
 from .. import dtypes as _dt
 from .._tensor import Tensor, _wrap_dim
 from ..kernels.cpu import index as K
+from ..autograd.batching import BATCH, batched, lead
 from .dispatch import needs_grad, result
 from .registry import OpDef, register
 from .shape import view_result
@@ -132,19 +133,23 @@ def _basic_name(idx):
     return "AliasBackward0"
 
 
+@batched
 def _basic_vjp(node, grads):
     shape, idx = node.attrs
     return (embed(grads[0], shape, idx),)
 
 
+@batched
 def _embed_vjp(node, grads):
     (idx,) = node.attrs
-    return (basic_index(grads[0], idx),)
+    return (basic_index(grads[0], (slice(None),) * BATCH.dims + idx),)
 
 
 def embed(g, shape, idx):
     """zeros(shape) with ``g`` written at basic index ``idx`` (adjoint of basic indexing)."""
-    arr = np.zeros(shape, g._data.dtype)
+    b = lead(g)
+    arr = np.zeros(b + shape, g._data.dtype)
+    idx = (slice(None),) * len(b) + idx
     arr[idx] = g._data
     return result(arr, "SliceBackwardBackward0", (g,), _embed_vjp, attrs=(idx,))
 
@@ -367,5 +372,7 @@ for _name, _node in [("getitem", "IndexBackward0"), ("setitem", "CopySlices"),
 # forward-mode AD: tangents through the transposed VJP (one flag check when not in use)
 from ..autograd.forward_ad import with_jvp as _with_jvp  # noqa: E402
 
-for _n in "index_put getitem gather scatter scatter_add index_select masked_select".split():
+# embed and _take_lin/_scatter_lin are the backward ops of indexing: forward-over-reverse needs them
+for _n in ("index_put getitem gather scatter scatter_add index_select masked_select embed _take_lin "
+           "_scatter_lin").split():
     globals()[_n] = _with_jvp(globals()[_n])

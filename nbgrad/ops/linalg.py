@@ -7,6 +7,7 @@ import numpy as np
 from .. import dtypes as _dt
 from .._tensor import Tensor
 from .._fpstate import call_quiet
+from ..autograd.batching import batched
 from .dispatch import result
 from .registry import OpDef, register
 
@@ -22,6 +23,7 @@ def _same_dtype(a, b):
                                                                            b._dtype.name)))
 
 
+@batched  # matmul broadcasts leading (batch) dims; dot needs the one unsqueeze below
 def _matmul_vjp(node, grads):
     g = grads[0]
     a, b = node.unpack("x"), node.unpack("y")
@@ -29,6 +31,8 @@ def _matmul_vjp(node, grads):
     need_b = node.next_functions[1][0] is not None
     ga = gb = None
     if a.ndim == 1 and b.ndim == 1:
+        if g.ndim:
+            g = g.unsqueeze(-1)
         ga = g * b if need_a else None
         gb = g * a if need_b else None
     elif a.ndim == 1:

@@ -8,7 +8,7 @@ it was measured faster (SIMD transcendentals, plain arithmetic); see docs/perfor
 """
 import numpy as np
 
-from .dispatch import pointwise_vjp
+from .dispatch import vjp_of
 from .registry import OpDef, register
 
 LN2 = "0.6931471805599453"
@@ -16,7 +16,7 @@ LN2 = "0.6931471805599453"
 
 def _pw(name, formula, partials, node, args=("x",), **kw):
     op = OpDef(name, "pointwise", formula=formula, partials=partials, node=node, args=args, **kw)
-    op.vjp = lambda node_, grads, op=op: pointwise_vjp(op, node_, grads)
+    op.vjp = vjp_of(op)
     return register(op)
 
 

@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .._tensor import Tensor, _wrap_dim
+from ..autograd.batching import batched, lead
 from ..grad_mode import no_grad
 from ..kernels.cpu import reduce as K
 from .dispatch import needs_grad, new_node, result, save_output
@@ -69,23 +70,32 @@ def _compute_arr(x):
     return a
 
 
-def _unsqueeze_to(g, shape, dims, keepdim):
+def _unsqueeze_to(g, shape, dims, keepdim, batch=()):
     """Put reduced dims back (as size 1) so ``g`` broadcasts against the input."""
-    if not keepdim and len(shape) != g._data.ndim:
-        g = g.reshape(tuple(1 if d in dims else s for d, s in enumerate(shape)))
+    if not keepdim and len(batch) + len(shape) != g._data.ndim:
+        g = g.reshape(batch + tuple(1 if d in dims else s for d, s in enumerate(shape)))
     return g
+
+
+def _grad_to(g, shape, dims, keepdim):
+    """``_unsqueeze_to`` for a gradient, which may carry batch dims (NOTE [batched backward])."""
+    return _unsqueeze_to(g, shape, dims, keepdim, lead(g))
 
 
 # -- sum / mean --------------------------------------------------------------------------------
 
+@batched
 def _sum_vjp(node, grads):
     shape, dims, keepdim = node.attrs
-    return (_unsqueeze_to(grads[0], shape, dims, keepdim).expand(shape),)
+    g = grads[0]
+    return (_grad_to(g, shape, dims, keepdim).expand(lead(g) + shape),)
 
 
+@batched
 def _mean_vjp(node, grads):
     shape, dims, keepdim, n = node.attrs
-    return (_unsqueeze_to(grads[0], shape, dims, keepdim).expand(shape) / n,)
+    g = grads[0]
+    return (_grad_to(g, shape, dims, keepdim).expand(lead(g) + shape) / n,)
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A001
@@ -135,11 +145,12 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
 
 # -- prod --------------------------------------------------------------------------------------
 
+@batched
 def _prod_vjp(node, grads):
     shape, dims, keepdim = node.attrs
     x = node.unpack("x")
     out = node.unpack("out")
-    g = _unsqueeze_to(grads[0], shape, dims, keepdim)
+    g = _grad_to(grads[0], shape, dims, keepdim)
     o = _unsqueeze_to(out, shape, dims, keepdim)
     if not np.any(x._data == 0):
         return (g * o / x,)
@@ -179,12 +190,13 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
 
 # -- max / min ---------------------------------------------------------------------------------
 
+@batched
 def _evenly_vjp(node, grads):
     """amax/amin and full max/min: the gradient is shared evenly between tied extremes."""
     shape, dims, keepdim = node.attrs
     x = node.unpack("x")
     out = node.unpack("out")
-    g = _unsqueeze_to(grads[0], shape, dims, keepdim)
+    g = _grad_to(grads[0], shape, dims, keepdim)
     o = _unsqueeze_to(out, shape, dims, keepdim)
     mask = (x == o)
     count = mask.sum(dim=dims, keepdim=True)
@@ -296,18 +308,20 @@ def _correction(unbiased, correction):
     return 1.0 if (unbiased is None or unbiased) else 0.0
 
 
+@batched
 def _var_vjp(node, grads):
     shape, dims, keepdim, n, c = node.attrs
     x = node.unpack("x")
-    g = _unsqueeze_to(grads[0], shape, dims, keepdim)
+    g = _grad_to(grads[0], shape, dims, keepdim)
     return (g * 2.0 * (x - x.mean(dim=dims, keepdim=True)) / (n - c),)
 
 
+@batched
 def _std_vjp(node, grads):
     shape, dims, keepdim, n, c = node.attrs
     x = node.unpack("x")
     out = _unsqueeze_to(node.unpack("out"), shape, dims, keepdim)
-    g = _unsqueeze_to(grads[0], shape, dims, keepdim)
+    g = _grad_to(grads[0], shape, dims, keepdim)
     return (g * (x - x.mean(dim=dims, keepdim=True)) / ((n - c) * out),)
 
 
@@ -347,11 +361,12 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 # -- norm, logsumexp, cumsum -------------------------------------------------------------------
 
+@batched
 def _norm_vjp(node, grads):
     shape, dims, keepdim, p = node.attrs
     x = node.unpack("x")
     out = _unsqueeze_to(node.unpack("out"), shape, dims, keepdim)
-    g = _unsqueeze_to(grads[0], shape, dims, keepdim)
+    g = _grad_to(grads[0], shape, dims, keepdim)
     from .api import where, abs as _abs, sign
     if p == 2:
         return (g * where(out == 0, 0.0, x / out),)
@@ -398,11 +413,12 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
 
 
 
+@batched
 def _logsumexp_vjp(node, grads):
     shape, dims, keepdim = node.attrs
     x = node.unpack("x")
     out = _unsqueeze_to(node.unpack("out"), shape, dims, keepdim)
-    g = _unsqueeze_to(grads[0], shape, dims, keepdim)
+    g = _grad_to(grads[0], shape, dims, keepdim)
     return (g * (x - out).exp(),)
 
 
@@ -425,8 +441,10 @@ def logsumexp(input, dim, keepdim=False):
     return _make(r)
 
 
+@batched
 def _cumsum_vjp(node, grads):
     (dim,) = node.attrs
+    dim -= len(node._in_meta[0][0])  # negative: the same with batch dims in front
     return (grads[0].flip(dim).cumsum(dim).flip(dim),)
 
 

@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .._tensor import Tensor, _wrap_dim
+from ..autograd.batching import BATCH, batched, lead, sum_to
 from .dispatch import needs_grad, new_node, result, results
 from .registry import OpDef, register
 
@@ -59,8 +60,10 @@ def _try_view(a, shape):
     return v
 
 
+@batched
 def _reshape_vjp(node, grads):
-    return (grads[0].reshape(node.attrs[0]),)
+    g = grads[0]
+    return (g.reshape(lead(g) + node.attrs[0]),)
 
 
 def view(input, *shape):
@@ -123,8 +126,9 @@ def squeeze(input, dim=None):
     return view_result(input._data.reshape(new), name, input, _reshape_vjp, (shape,))
 
 
+@batched
 def _unsqueeze_vjp(node, grads):
-    return (grads[0].squeeze(node.attrs[0]),)
+    return (grads[0].squeeze(node.attrs[0] + BATCH.dims),)
 
 
 def unsqueeze(input, dim):
@@ -133,8 +137,10 @@ def unsqueeze(input, dim):
                        _unsqueeze_vjp, (d,))
 
 
+@batched
 def _transpose_vjp(node, grads):
-    return (grads[0].transpose(*node.attrs),)
+    a, b = node.attrs
+    return (grads[0].transpose(a + BATCH.dims, b + BATCH.dims),)
 
 
 def transpose(input, dim0, dim1):
@@ -147,8 +153,10 @@ def transpose(input, dim0, dim1):
 swapaxes = swapdims = transpose
 
 
+@batched
 def _t_vjp(node, grads):
-    return (grads[0].t(),)
+    g = grads[0]
+    return (g.transpose(-1, -2) if g.ndim - BATCH.dims == 2 else g,)
 
 
 def t(input):
@@ -158,8 +166,10 @@ def t(input):
     return view_result(input._data.T, "TBackward0", input, _t_vjp)
 
 
+@batched
 def _permute_vjp(node, grads):
-    return (grads[0].permute(*node.attrs[0]),)
+    nb = BATCH.dims
+    return (grads[0].permute(*range(nb), *[d + nb for d in node.attrs[0]]),)
 
 
 def permute(input, *dims):
@@ -195,8 +205,11 @@ def movedim(input, source, destination):
 moveaxis = movedim
 
 
+@batched
 def _expand_vjp(node, grads):
-    return (grads[0].sum_to_size(node.attrs[0]),)
+    nb = BATCH.dims
+    g = grads[0]
+    return (sum_to(g, node.attrs[0], nb) if nb else g.sum_to_size(node.attrs[0]),)
 
 
 def expand(input, *sizes):
@@ -247,8 +260,13 @@ def broadcast_tensors(*tensors):
     return tuple(expand(t, *shape) for t in tensors)
 
 
+@batched
 def _sum_to_vjp(node, grads):
-    return (grads[0].expand(*node.attrs[0]),)
+    g, shape = grads[0], node.attrs[0]
+    b = lead(g)
+    if b:
+        g = g.reshape(b + (1,) * (len(shape) + len(b) - g.ndim) + g.shape[len(b):])
+    return (g.expand(*(b + shape)),)
 
 
 def sum_to_size(input, *size):
@@ -265,17 +283,19 @@ def sum_to_size(input, *size):
     return r.reshape(size) if r._data.shape != size else r
 
 
+@batched
 def _split_vjp(node, grads):
     dim, sizes, shape, dtype = node.attrs
     from ..creation import zeros
+    b = lead(next(g for g in grads if g is not None))
     parts = []
     for g, n in zip(grads, sizes):
         if g is None:
             s = list(shape)
             s[dim] = n
-            g = zeros(*s, dtype=dtype)
+            g = zeros(*b, *s, dtype=dtype)
         parts.append(g)
-    return (cat(parts, dim),)
+    return (cat(parts, dim + len(b)),)
 
 
 def split(tensor, split_size_or_sections, dim=0):
@@ -314,11 +334,14 @@ def chunk(input, chunks, dim=0):
     return split(input, size, dim)
 
 
+@batched
 def _unbind_vjp(node, grads):
     dim, shape, dtype = node.attrs
     from ..creation import zeros
-    s = shape[:dim] + shape[dim + 1:]
-    return (stack([g if g is not None else zeros(*s, dtype=dtype) for g in grads], dim),)
+    b = lead(next(g for g in grads if g is not None))
+    s = b + shape[:dim] + shape[dim + 1:]
+    return (stack([g if g is not None else zeros(*s, dtype=dtype) for g in grads],
+                  dim + len(b)),)
 
 
 def unbind(input, dim=0):
@@ -329,9 +352,11 @@ def unbind(input, dim=0):
     return outs
 
 
+@batched
 def _cat_vjp(node, grads):
     dim, sizes = node.attrs
     g = grads[0]
+    dim += BATCH.dims
     out, start = [], 0
     for n in sizes:
         out.append(None if n is None else g.narrow(dim, start, n))
@@ -372,9 +397,10 @@ def cat(tensors, dim=0, *, out=None):
 concat = concatenate = cat
 
 
+@batched
 def _stack_vjp(node, grads):
     (dim,) = node.attrs
-    return tuple(grads[0].unbind(dim))
+    return tuple(grads[0].unbind(dim + BATCH.dims))
 
 
 def stack(tensors, dim=0, *, out=None):
@@ -394,8 +420,9 @@ def stack(tensors, dim=0, *, out=None):
     return result(arr, "StackBackward0", tensors, _stack_vjp, attrs=(d,))
 
 
+@batched
 def _flip_vjp(node, grads):
-    return (grads[0].flip(node.attrs[0]),)
+    return (grads[0].flip(tuple(d + BATCH.dims for d in node.attrs[0])),)
 
 
 def flip(input, dims):
@@ -442,6 +469,7 @@ def narrow(input, dim, start, length):
     return basic_index(input, idx, "SliceBackward0")
 
 
+@batched  # tril/triu act on the last two dims
 def _tri_vjp(node, grads):
     upper, k = node.attrs
     return (grads[0].triu(k) if upper else grads[0].tril(k),)
@@ -461,6 +489,7 @@ def triu(input, diagonal=0):
                   attrs=(True, diagonal))
 
 
+@batched
 def _clone_vjp(node, grads):
     return (grads[0],)
 
@@ -476,6 +505,7 @@ def contiguous(input, memory_format=None):
     return result(np.ascontiguousarray(input._data), "CloneBackward0", (input,), _clone_vjp)
 
 
+@batched
 def _to_vjp(node, grads):
     return (grads[0].to(node.attrs[0]),)
 

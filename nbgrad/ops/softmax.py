@@ -3,6 +3,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .._tensor import Tensor, _wrap_dim
+from ..autograd.batching import BATCH, batched
 from ..grad_mode import STATE
 from ..kernels.cpu import softmax as K
 from .dispatch import needs_grad, new_node, save_output
@@ -21,11 +22,14 @@ def _from3d(o3, shape, d):
     return o3.reshape(shape)
 
 
+@batched
 def _softmax_vjp(node, grads):
     d, log = node.attrs
     g = grads[0]
     y = node.unpack("out")
-    if not STATE.enabled:
+    if BATCH.dims:  # batched gradients: the op formula below, over a negative dim
+        d -= y.ndim
+    elif not STATE.enabled:
         ya = node.array("out")
         ga = g._data.astype(ya.dtype, copy=False)
         g3 = to3d(np.ascontiguousarray(ga), (d,))
