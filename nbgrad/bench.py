@@ -123,6 +123,19 @@ def cnn_step(T, batch=64):
     return run
 
 
+def jacobian_100(T, **kw):
+    """The Jacobian (100 x 50) of a small 2-layer tanh network: rows one backward each
+    (vectorize=False), one batched backward (vectorize=True) or one batched forward pass."""
+    rng = np.random.default_rng(0)
+    w1, b1 = T.tensor(rng.standard_normal((64, 50)) * 0.2), T.tensor(rng.standard_normal(64))
+    w2 = T.tensor(rng.standard_normal((100, 64)) * 0.2)
+    x = T.tensor(rng.standard_normal(50))
+
+    def f(v):
+        return T.tanh(w2 @ T.tanh(w1 @ v + b1))
+    return lambda: T.autograd.functional.jacobian(f, x, **kw)
+
+
 def main(argv=None):
     import nbgrad
     p = argparse.ArgumentParser(prog="python -m nbgrad", description=__doc__)
@@ -145,7 +158,12 @@ def main(argv=None):
             ("MLP 784-512-512-10 step, batch 16 (ms)", lambda T: _timeit(mlp_step(T, 16)) * 1e3),
             ("softmax+cross-entropy 128x10000 fwd+bwd (ms)",
              lambda T: _timeit(softmax_ce_step(T)) * 1e3),
-            ("CNN train step, batch 64 of 28x28 (ms)", lambda T: _timeit(cnn_step(T)) * 1e3)]
+            ("CNN train step, batch 64 of 28x28 (ms)", lambda T: _timeit(cnn_step(T)) * 1e3),
+            ("jacobian 100x50, row loop (ms)", lambda T: _timeit(jacobian_100(T)) * 1e3),
+            ("jacobian 100x50, vectorize=True (ms)",
+             lambda T: _timeit(jacobian_100(T, vectorize=True)) * 1e3),
+            ("jacobian 100x50, forward-mode vectorized (ms)",
+             lambda T: _timeit(jacobian_100(T, vectorize=True, strategy="forward-mode")) * 1e3)]
     if not args.quick:
         rows.append(("GELU from primitives 4M f32 fwd+bwd (ms)",
                      lambda T: _timeit(gelu_step(T), repeat=3) * 1e3))

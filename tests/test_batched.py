@@ -207,3 +207,26 @@ def test_forward_over_reverse_hessian_matches_torch():
                                               outer_jacobian_strategy="forward-mode")
         np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-10,
                                    atol=1e-14)
+
+
+def test_hvp_forward_over_reverse_equals_double_backward(monkeypatch):
+    from nbgrad.autograd import functional as fn
+
+    def f(a, b):
+        return (a.exp() * b.sum()).sum() + (a[:2] ** 3).prod() + b.softmax(0)[0]
+    a, b = torch.tensor(rng.standard_normal(3)), torch.tensor(rng.standard_normal(2))
+    va, vb = torch.tensor(rng.standard_normal(3)), torch.tensor(rng.standard_normal(2))
+    out, got = fn.hvp(f, (a, b), (va, vb))
+    _, trick = fn.hvp(f, (a, b), (va, vb), create_graph=True)  # the double-backward path
+    H = hessian(f, (a, b))
+    for i, g in enumerate(got):
+        want = sum(np.tensordot(H[i][j].numpy(), v.numpy(), 1) for j, v in enumerate((va, vb)))
+        np.testing.assert_allclose(g.numpy(), want, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(trick[i].detach().numpy(), want, rtol=1e-12, atol=1e-14)
+        assert not g.requires_grad
+    assert out.item() == pytest.approx(f(a, b).item())
+    # a linear function has a zero Hessian; the primal is returned without tangent
+    out, (h,) = fn.hvp(lambda t: (t * 2).sum(), (a,), (va,))
+    assert not h.numpy().any() and out.item() == pytest.approx(2 * a.numpy().sum())
+    with pytest.raises(RuntimeError, match="should contain a single element"):
+        fn.hvp(lambda t: t * 2, a, va)

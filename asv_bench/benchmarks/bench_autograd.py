@@ -148,3 +148,22 @@ class TimeSoftmax(_Bench):
         x = self.x
         (x.softmax(1) + x.log_softmax(1)).mean().backward()
         x.grad = None
+
+
+class TimeJacobian(_Bench):
+    """The 100 x 50 Jacobian of tanh(W2 @ tanh(W1 @ x + b1)) (float64) by
+    ``autograd.functional.jacobian``: a row loop, one batched backward (vectorize=True), or one
+    batched forward-mode pass."""
+
+    params = [LIBS, ["rows", "vectorize", "forward-mode"]]
+    param_names = ["lib", "mode"]
+
+    def setup(self, lib, mode):
+        super().setup(lib)
+        from nbgrad.bench import jacobian_100
+        kw = {"rows": {}, "vectorize": {"vectorize": True},
+              "forward-mode": {"vectorize": True, "strategy": "forward-mode"}}[mode]
+        self.run = jacobian_100(self.T, **kw)
+
+    def time_jacobian(self, lib, mode):
+        self.run()

@@ -279,6 +279,33 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
         return _tuple_postprocess(jacobian_, (is_outputs_tuple, is_inputs_tuple))
 
 
+def _hvp_forward_over_reverse(func, inputs, v):
+    from ..creation import zeros_like
+    from . import forward_ad as fwAD
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
+    _, v = _as_tuple(v, "v", "hvp")
+    _validate_v(v, inputs, is_inputs_tuple)
+    with grad_mode.enable_grad(), fwAD.dual_level():
+        duals = tuple(fwAD.make_dual(x.detach().requires_grad_(True), t.detach())
+                      for x, t in zip(inputs, v))
+        outputs = func(*duals)
+        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
+                                              "hvp")
+        if is_outputs_tuple or not isinstance(outputs[0], Tensor):
+            raise RuntimeError("The function given to hvp should return a single Tensor")
+        if outputs[0].numel() != 1:
+            raise RuntimeError("The Tensor returned by the function given to hvp should contain "
+                               "a single element")
+        jac = _autograd_grad(outputs, duals, create_graph=True)
+        res = []
+        for x, g in zip(inputs, jac):
+            t = fwAD.unpack_dual(g).tangent if g is not None else None
+            res.append(t.detach() if t is not None else zeros_like(x))
+        out = fwAD.unpack_dual(outputs[0]).primal.detach()
+    return (_tuple_postprocess((out,), is_outputs_tuple),
+            _tuple_postprocess(tuple(res), is_inputs_tuple))
+
+
 def _standard_basis(tensors):
     """One batched identity per tensor: rows = all elements of all ``tensors``, so chunk i is
     ``(total, *tensors[i].shape)`` with ones where row k is element k of the concatenation."""
@@ -379,8 +406,12 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
 
 
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
-    """(func(inputs), H v) -- via the double-backward trick on the gradient."""
+    """(func(inputs), H v).  Forward-over-reverse (one forward pass with tangents ``v`` through
+    the function and its gradient) by default; the double-backward trick where results must
+    carry a graph (create_graph=True) or strict mode must name the independent entry."""
     from ..creation import zeros_like
+    if not create_graph and not strict and v is not None:
+        return _hvp_forward_over_reverse(func, inputs, v)
     with grad_mode.enable_grad():
         is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac = _scalar_fn_setup(
             func, inputs, v, create_graph, strict, "hvp")

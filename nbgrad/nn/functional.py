@@ -298,6 +298,7 @@ def _tri_vjp(node, grads):
     return (_tri("x", b, h, geo) if na else None, _tri("y", a, h, geo) if nb else None)
 
 
+@with_jvp  # also a backward op: forward-over-reverse needs its tangent
 def _tri(kind, a, b, geo):
     """One partial of T: 'y' = conv(a=x, b=w); 'x' = dT/dx (a=y-like, b=w);
     'w' = dT/dw (a=x, b=y-like).  Each is bilinear, and its vjp is two other partials."""
@@ -572,6 +573,7 @@ def _avg_bwd_vjp(node, grads):
     return (_avg_fwd(grads[0], node.attrs),)
 
 
+@with_jvp  # also a backward op: forward-over-reverse needs its tangent
 def _avg_fwd(x, geo):
     cd = _cd(geo.dtype)
     out = np.empty((geo.P, geo.OH, geo.OW), cd)
@@ -580,6 +582,7 @@ def _avg_fwd(x, geo):
                    (x,), _avg_fwd_vjp, attrs=geo)
 
 
+@with_jvp  # also a backward op: forward-over-reverse needs its tangent
 def _avg_bwd(g, geo):
     cd = _cd(geo.dtype)
     gx = np.empty((geo.P, geo.H, geo.W), cd)
