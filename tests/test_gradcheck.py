@@ -97,3 +97,18 @@ def test_gradgradcheck_catches_wrong_double_backward():
 def test_gradcheck_options_accepted():
     assert torch.autograd.gradcheck(lambda a: a.sin(), (x64(),), check_undefined_grad=True,
                                     check_grad_dtypes=True, check_batched_grad=True)
+
+
+def test_check_batched_grad_catches_a_wrong_batch_rule(monkeypatch):
+    from nbgrad.autograd.batching import batched, lead
+    from nbgrad.autograd.gradcheck import GradcheckError
+    from nbgrad.ops import reduction
+
+    @batched
+    def mixes_the_batch(node, grads):  # right unbatched, wrong batched (averages the batch)
+        g = grads[0]
+        return (g.mean().expand(*(lead(g) + node.attrs[0])),)
+    monkeypatch.setattr(reduction, "_sum_vjp", mixes_the_batch)
+    assert torch.autograd.gradcheck(lambda a: a.sum(), (x64(),))
+    with pytest.raises(GradcheckError, match="while testing batched gradient computation"):
+        torch.autograd.gradcheck(lambda a: a.sum(), (x64(),), check_batched_grad=True)

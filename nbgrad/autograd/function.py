@@ -153,8 +153,12 @@ class Function(metaclass=FunctionMeta):
         custom_setup = cls.setup_context.__func__ is not Function.setup_context.__func__ \
             if hasattr(cls.setup_context, "__func__") else \
             cls.setup_context is not Function.setup_context
-        prev = grad_mode.STATE.enabled
+        from .. import _flags
+        dual = _flags.FWD and any(isinstance(a, Tensor) and "_fw_grad" in a.__dict__
+                                  for a in args)
+        prev, prev_fwd = grad_mode.STATE.enabled, _flags.FWD
         grad_mode.STATE.enabled = False
+        _flags.FWD = False  # the Function's jvp, not the ops inside forward, gives tangents
         try:
             if custom_setup:
                 outputs = cls.forward(*args, **kwargs)
@@ -163,6 +167,8 @@ class Function(metaclass=FunctionMeta):
                 outputs = cls.forward(ctx, *args, **kwargs)
         finally:
             grad_mode.STATE.enabled = prev
+            _flags.FWD = prev_fwd
+        tangents = _run_jvp(cls, ctx, args, outputs) if dual else None
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
         dirty = {id(t) for t in ctx.dirty_tensors}
@@ -178,7 +184,7 @@ class Function(metaclass=FunctionMeta):
                                    "in-place operation.")
             t._vc[0] += 1
         if not record:
-            return outputs
+            return _with_tangents(outputs, tangents)
         Node.__init__(ctx, edges, tuple((a._data.shape, a._dtype) if isinstance(a, Tensor)
                                         else None for a in args))
         ctx._nout = len(outs)
@@ -217,7 +223,29 @@ class Function(metaclass=FunctionMeta):
             else:
                 saved.append(SavedTensor(t))
         ctx._saved = saved
-        return new_outs[0] if single else tuple(new_outs)
+        return _with_tangents(new_outs[0] if single else tuple(new_outs), tangents)
+
+
+def _run_jvp(cls, ctx, args, outputs):
+    """Forward-mode AD through a custom Function: its ``jvp(ctx, *tangents)`` (PyTorch's
+    contract: one tangent per forward input, zeros for tensors without one, None otherwise).
+    A Function without ``jvp`` raises PyTorch's NotImplementedError."""
+    from ..creation import zeros_like
+    from .forward_ad import tangent_of
+    tans = tuple((tangent_of(a) if tangent_of(a) is not None else zeros_like(a))
+                 if isinstance(a, Tensor) else None for a in args)
+    res = cls.jvp(ctx, *tans)
+    return res if isinstance(res, tuple) else (res,)
+
+
+def _with_tangents(outputs, tangents):
+    if tangents is not None:
+        from .forward_ad import _set_tangent
+        outs = outputs if isinstance(outputs, tuple) else (outputs,)
+        for o, t in zip(outs, tangents):
+            if isinstance(o, Tensor) and isinstance(t, Tensor) and o._dtype.category >= 2:
+                _set_tangent(o, t)
+    return outputs
 
 
 def once_differentiable(fn):

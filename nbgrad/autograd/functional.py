@@ -411,7 +411,10 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     carry a graph (create_graph=True) or strict mode must name the independent entry."""
     from ..creation import zeros_like
     if not create_graph and not strict and v is not None:
-        return _hvp_forward_over_reverse(func, inputs, v)
+        try:
+            return _hvp_forward_over_reverse(func, inputs, v)
+        except NotImplementedError:  # a custom Function without jvp: the trick needs none
+            pass
     with grad_mode.enable_grad():
         is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac = _scalar_fn_setup(
             func, inputs, v, create_graph, strict, "hvp")

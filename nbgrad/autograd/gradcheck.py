@@ -167,8 +167,8 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
                                      "gradients\" in \"tools/autograd/derivatives.yaml\"",
                                      raise_exception)
         if check_batched_grad:
-            if not _linearity_check(_differentiable(_outputs(func, inputs)), inputs, idx, atol,
-                                    rtol):
+            if not _batched_check(_differentiable(_outputs(func, inputs)), inputs, idx, atol,
+                                  rtol):
                 return _fail("gradcheck or gradgradcheck failed while testing batched gradient "
                              "computation.", raise_exception)
     if check_forward_ad:
@@ -179,25 +179,30 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
     return True
 
 
-def _linearity_check(outs, inputs, idx, atol, rtol):
-    """Batched grads equal per-row grads: here, VJPs of two cotangents add up (linearity)."""
+def _batched_check(outs, inputs, idx, atol, rtol):
+    """check_batched_grad: one batched backward (is_grads_batched) equals one backward per
+    row of the cotangents, as PyTorch checks its vmap path against a loop."""
     import nbgrad
     live = [o for o in outs if o._requires_grad]
     if not live:
         return True
     rng = np.random.default_rng(0)
     diff = [inputs[i] for i in idx]
-    vs = [[nbgrad.tensor(rng.standard_normal(o._data.shape), dtype=o._dtype) for o in live]
-          for _ in range(2)]
-    g1 = nbgrad.autograd.grad(live, diff, vs[0], retain_graph=True, allow_unused=True)
-    g2 = nbgrad.autograd.grad(live, diff, vs[1], retain_graph=True, allow_unused=True)
-    g12 = nbgrad.autograd.grad(live, diff, [a + b for a, b in zip(*vs)], retain_graph=True,
-                               allow_unused=True)
-    for a, b, c in zip(g1, g2, g12):
-        if a is None:
+    vs = [nbgrad.tensor(rng.standard_normal((3,) + o._data.shape), dtype=o._dtype) for o in live]
+    batched = nbgrad.autograd.grad(live, diff, vs, retain_graph=True, allow_unused=True,
+                                   is_grads_batched=True)
+    rows = [nbgrad.autograd.grad(live, diff, [v[b] for v in vs], retain_graph=True,
+                                 allow_unused=True) for b in range(3)]
+    for k, g in enumerate(batched):
+        want = [r[k] for r in rows]
+        if g is None:
+            if any(w is not None and np.any(w._data) for w in want):
+                return False
             continue
-        if not np.allclose(a._data + b._data, c._data, rtol=rtol, atol=atol):
-            return False
+        for b, w in enumerate(want):
+            ref = w._data if w is not None else np.zeros_like(g._data[b])
+            if not np.allclose(g._data[b], ref, rtol=rtol, atol=atol):
+                return False
     return True
 
 
