@@ -112,3 +112,28 @@ def test_check_batched_grad_catches_a_wrong_batch_rule(monkeypatch):
     assert torch.autograd.gradcheck(lambda a: a.sum(), (x64(),))
     with pytest.raises(GradcheckError, match="while testing batched gradient computation"):
         torch.autograd.gradcheck(lambda a: a.sum(), (x64(),), check_batched_grad=True)
+
+
+def test_gradgradcheck_fwd_over_rev_catches_a_lost_second_derivative():
+    class BadDoubleJ(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * (x.detach() * x.detach()) * g  # right value, no second derivative
+
+        @staticmethod
+        def jvp(ctx, t):
+            (x,) = ctx.saved_tensors
+            return 3 * x * x * t
+    assert torch.autograd.gradcheck(BadDoubleJ.apply, (x64(),), check_forward_ad=True,
+                                    check_batched_forward_grad=True, check_batched_grad=True)
+    with pytest.raises(GradcheckError, match="Jacobian computed with forward mode mismatch"):
+        torch.autograd.gradgradcheck(BadDoubleJ.apply, (x64(),), check_fwd_over_rev=True,
+                                     check_rev_over_rev=False)
+    assert torch.autograd.gradgradcheck(lambda a: a.sin() * a, (x64(),), check_fwd_over_rev=True,
+                                        check_batched_grad=True)

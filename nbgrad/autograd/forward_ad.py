@@ -244,7 +244,8 @@ def _check_forward_ad(func, inputs, idx, eps, atol, rtol):
         u = rng.standard_normal(x.shape)
         with dual_level():
             args = list(inputs)
-            args[i] = make_dual(x.detach(), nbgrad.tensor(u, dtype=x.dtype))
+            args[i] = make_dual(x.detach().requires_grad_(x.requires_grad),
+                                nbgrad.tensor(u, dtype=x.dtype))
             outs = _tensors_in(func(*args), [])
             tans = [unpack_dual(o).tangent for o in outs]
         orig = x._data.copy()
