@@ -266,3 +266,15 @@ def test_custom_function_jvp_in_forward_mode_and_hvp_without_one():
     np.testing.assert_allclose(h.numpy(), 6 * x.numpy() * u.numpy())
     _, h = hvp(lambda t: (SqJ.apply(t) * t).sum(), x, u)
     np.testing.assert_allclose(h.numpy(), 6 * x.numpy() * u.numpy())
+
+
+def test_forward_mode_jacobian_errors_in_pytorchs_order():
+    x = torch.ones(2)
+    with pytest.raises(RuntimeError, match=r"`strict=True` and `strategy=\"forward-mode\"` are "
+                       r"not supported together \(yet\)"):
+        jacobian(lambda a: a * 2, x, strategy="forward-mode", strict=True)
+    with pytest.raises(NotImplementedError, match=r"`create_graph=True` and "
+                       r"`strategy=\"forward-mode\"` are not supported together"):
+        jacobian(lambda a: a * 2, x, strategy="forward-mode", create_graph=True, strict=True)
+    with pytest.raises(NotImplementedError, match="isonly implemented for `vectorize=True`"):
+        jacobian(lambda a: a * 2, x, strategy="forward-mode")

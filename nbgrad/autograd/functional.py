@@ -228,6 +228,11 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                                       "and `strategy=\"forward-mode\"` are not supported "
                                       "together (yet). Please either set `create_graph=False` "
                                       "or `strategy=\"reverse-mode\"`.")
+        if strict:
+            raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
+                               "`strategy=\"forward-mode\"` are not supported together (yet). "
+                               "Please either set `strict=False` or "
+                               "`strategy=\"reverse-mode\"`.")
         if not vectorize:
             raise NotImplementedError("Computing Jacobian using forward-AD or "
                                       "forward-over-reverse Hessian isonly implemented for "
