@@ -232,42 +232,6 @@ def test_hvp_forward_over_reverse_equals_double_backward(monkeypatch):
         fn.hvp(lambda t: t * 2, a, va)
 
 
-def test_custom_function_jvp_in_forward_mode_and_hvp_without_one():
-    import nbgrad.autograd.forward_ad as fwAD
-    from nbgrad.autograd.functional import hvp
-
-    class Sq(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return 2 * x * g
-
-    class SqJ(Sq):
-        @staticmethod
-        def jvp(ctx, t):
-            (x,) = ctx.saved_tensors
-            return 2 * x * t
-    x = torch.tensor([1.0, -2.0], dtype=torch.float64)
-    u = torch.tensor([0.5, 3.0], dtype=torch.float64)
-    with fwAD.dual_level():
-        d = fwAD.make_dual(x, u)
-        np.testing.assert_allclose(fwAD.unpack_dual(SqJ.apply(d)).tangent.numpy(),
-                                   2 * x.numpy() * u.numpy())
-        with pytest.raises(NotImplementedError, match="You must implement the jvp function for "
-                           "custom autograd.Function to use it with forward mode AD."):
-            Sq.apply(d)
-    # forward-over-reverse hits Sq's missing jvp: hvp falls back to the double-backward trick
-    _, h = hvp(lambda t: (Sq.apply(t) * t).sum(), x, u)
-    np.testing.assert_allclose(h.numpy(), 6 * x.numpy() * u.numpy())
-    _, h = hvp(lambda t: (SqJ.apply(t) * t).sum(), x, u)
-    np.testing.assert_allclose(h.numpy(), 6 * x.numpy() * u.numpy())
-
-
 def test_forward_mode_jacobian_errors_in_pytorchs_order():
     x = torch.ones(2)
     with pytest.raises(RuntimeError, match=r"`strict=True` and `strategy=\"forward-mode\"` are "

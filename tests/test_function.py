@@ -276,20 +276,21 @@ def test_no_input_requires_grad_gives_plain_output():
     assert not out.requires_grad and out.grad_fn is None
 
 
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+
+
 def test_double_backward_through_differentiable_backward():
-    class Sq(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return 2 * x * g
-
     x = torch.tensor([1.0, 2.0], requires_grad=True)
-    (g,) = torch.autograd.grad(Sq.apply(x).sum(), x, create_graph=True)
+    (g,) = torch.autograd.grad(Square.apply(x).sum(), x, create_graph=True)
     assert g.tolist() == [2.0, 4.0]
     (gg,) = torch.autograd.grad(g.sum(), x)
     assert gg.tolist() == [2.0, 2.0]
@@ -365,3 +366,28 @@ def test_numba_kernels_inside_a_function():
     y = NumbaSoftplus.apply(x)
     np.testing.assert_allclose(y.detach().numpy(), np.log1p(np.exp(np.linspace(-3, 3, 7))))
     assert torch.autograd.gradcheck(NumbaSoftplus.apply, (x,))
+
+
+def test_custom_function_jvp_in_forward_mode_and_hvp_without_one():
+    import nbgrad.autograd.forward_ad as fwAD
+    from nbgrad.autograd.functional import hvp
+
+    class SqJ(Square):
+        @staticmethod
+        def jvp(ctx, t):
+            (x,) = ctx.saved_tensors
+            return 2 * x * t
+    x = torch.tensor([1.0, -2.0], dtype=torch.float64)
+    u = torch.tensor([0.5, 3.0], dtype=torch.float64)
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, u)
+        np.testing.assert_allclose(fwAD.unpack_dual(SqJ.apply(d)).tangent.numpy(),
+                                   2 * x.numpy() * u.numpy())
+        with pytest.raises(NotImplementedError, match="You must implement the jvp function for "
+                           "custom autograd.Function to use it with forward mode AD."):
+            Square.apply(d)
+    # forward-over-reverse hits Sq's missing jvp: hvp falls back to the double-backward trick
+    _, h = hvp(lambda t: (Square.apply(t) * t).sum(), x, u)
+    np.testing.assert_allclose(h.numpy(), 6 * x.numpy() * u.numpy())
+    _, h = hvp(lambda t: (SqJ.apply(t) * t).sum(), x, u)
+    np.testing.assert_allclose(h.numpy(), 6 * x.numpy() * u.numpy())
