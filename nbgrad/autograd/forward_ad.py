@@ -88,10 +88,15 @@ def make_dual(tensor, tangent, *, level=None):
     if tensor.dtype.category < 2:
         raise RuntimeError("Expected both tensor and its forward grad to be floating point or "
                            "complex")
-    alias = tensor.view_as(tensor) if tensor.requires_grad else Tensor._make(
-        tensor._data, None, 0, tensor._vc, tensor._base if tensor._base is not None else tensor)
+    alias = _alias(tensor)
     _set_tangent(alias, tangent.to(tensor.dtype))
     return alias
+
+
+def _alias(t):
+    """A new tensor object sharing ``t``'s data, version counter and graph."""
+    return t.view_as(t) if t.requires_grad else Tensor._make(
+        t._data, None, 0, t._vc, t._base if t._base is not None else t)
 
 
 def batched_dual_level(tensors, tangents):
@@ -101,8 +106,7 @@ def batched_dual_level(tensors, tangents):
     _TBATCH[0] = 1
     duals = []
     for x, t in zip(tensors, tangents):
-        alias = x.view_as(x) if x.requires_grad else Tensor._make(
-            x._data, None, 0, x._vc, x._base if x._base is not None else x)
+        alias = _alias(x)
         _set_tangent(alias, t.to(x.dtype))
         duals.append(alias)
     return duals
@@ -120,9 +124,7 @@ def unpack_dual(tensor, *, level=None):
     prev = _flags.FWD
     _flags.FWD = False
     try:
-        primal = tensor.view_as(tensor) if tensor.requires_grad else Tensor._make(
-            tensor._data, None, 0, tensor._vc, tensor._base if tensor._base is not None
-            else tensor)
+        primal = _alias(tensor)
     finally:
         _flags.FWD = prev
     return UnpackedDualTensor(primal, tangent)
