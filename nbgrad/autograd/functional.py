@@ -443,8 +443,9 @@ def _jacobian_forward(func, inputs):
     from . import forward_ad as fwAD
     is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
     basis, numels = _standard_basis(inputs)
-    duals = fwAD.batched_dual_level(inputs, basis)  # outside try: a nested level must not
-    try:                                            # close the caller's
+    # entered outside the try: if it fails (nested level), the caller's level stays open
+    duals = fwAD.batched_dual_level(inputs, basis)
+    try:
         outputs = func(*duals)
         _check_outputs(outputs, "jacobian")
         is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
