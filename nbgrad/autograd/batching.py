@@ -39,7 +39,8 @@ def handles_batch(node):
 
 
 def sum_to(g, shape, nb):
-    """Sum ``g`` (batch dims + a shape ``shape`` broadcasts to) down to batch dims + ``shape``."""
+    """Sum ``g`` (batch dims + a shape ``shape`` broadcasts to) down to batch dims + ``shape``:
+    the inverse of broadcasting, the engine's one reducer (also ``Tensor.sum_to_size``)."""
     gs = g._data.shape
     extra = len(gs) - nb - len(shape)
     dims = tuple(range(nb, nb + extra)) + tuple(

@@ -276,7 +276,7 @@ def _fit(node, outs):
                         "Function %s returned an invalid gradient at index %d - got %s but "
                         "expected shape compatible with %s" % (node.name(), i, list(gs[nb:]),
                                                                list(shape[nb:])))
-                g = sum_to(g, shape[nb:], nb) if nb else g.sum_to_size(shape)
+                g = sum_to(g, shape[nb:], nb)
             if g._dtype is not dtype and dtype.category >= 2:
                 g = g.to(dtype)
             fixed[i] = g

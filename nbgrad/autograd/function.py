@@ -6,7 +6,7 @@ as built-in ops.  Forward runs under no_grad; backward runs with grad mode = cre
 """
 import functools
 
-from .. import grad_mode
+from .. import _flags, grad_mode
 from .._tensor import Tensor
 from .graph import ERR_FREED, Node, SavedOutput, SavedTensor, edge
 
@@ -153,7 +153,6 @@ class Function(metaclass=FunctionMeta):
         custom_setup = cls.setup_context.__func__ is not Function.setup_context.__func__ \
             if hasattr(cls.setup_context, "__func__") else \
             cls.setup_context is not Function.setup_context
-        from .. import _flags
         dual = _flags.FWD and any(isinstance(a, Tensor) and "_fw_grad" in a.__dict__
                                   for a in args)
         prev, prev_fwd = grad_mode.STATE.enabled, _flags.FWD
@@ -188,7 +187,6 @@ class Function(metaclass=FunctionMeta):
         Node.__init__(ctx, edges, tuple((a._data.shape, a._dtype) if isinstance(a, Tensor)
                                         else None for a in args))
         ctx._nout = len(outs)
-        from .. import _flags
         if _flags.TAPS:
             from .anomaly_mode import STATE as anomaly
             if anomaly.enabled:

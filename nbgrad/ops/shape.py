@@ -207,9 +207,7 @@ moveaxis = movedim
 
 @batched
 def _expand_vjp(node, grads):
-    nb = BATCH.dims
-    g = grads[0]
-    return (sum_to(g, node.attrs[0], nb) if nb else g.sum_to_size(node.attrs[0]),)
+    return (sum_to(grads[0], node.attrs[0], BATCH.dims),)
 
 
 def expand(input, *sizes):
@@ -270,17 +268,8 @@ def _sum_to_vjp(node, grads):
 
 
 def sum_to_size(input, *size):
-    """Sum ``input`` down to ``size`` (the inverse of broadcasting): the engine's one reducer."""
-    size = _size_args(size)
-    shape = input._data.shape
-    if shape == size:
-        return input
-    lead = len(shape) - len(size)
-    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(size)
-                                      if s == 1 and shape[lead + i] != 1)
-    from .reduction import sum as _sum
-    r = _sum(input, dims, keepdim=True) if dims else input
-    return r.reshape(size) if r._data.shape != size else r
+    """Sum ``input`` down to ``size`` (the inverse of broadcasting; ``batching.sum_to``)."""
+    return sum_to(input, _size_args(size), 0)
 
 
 @batched
