@@ -21,26 +21,15 @@ from ._tensor import Tensor, Size  # noqa: E402
 from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full,  # noqa: E402
                        full_like, linspace, ones, ones_like, rand, rand_like, randint, randn,
                        randn_like, scalar_tensor, tensor, zeros, zeros_like)
-from . import _tensor_methods  # noqa: E402,F401  (attaches methods to Tensor)
-from .ops.api import (abs, absolute, add, allclose, ceil, clamp, clamp_max, clamp_min,  # noqa: E402,A004
-                      clip, cos, div, divide, eq, equal, erf, exp, exp2, expm1, floor,
-                      floor_divide, ge, greater, greater_equal, gt, isclose, isfinite, isinf,
-                      isnan, le, lerp, less, less_equal, log, log1p, log2, logical_and,
-                      logical_not, logical_or, logical_xor, lt, masked_fill, maximum, minimum, mul,
-                      multiply, ne, neg, negative, not_equal, pow, reciprocal, relu, remainder,
-                      round, rsqrt, rsub, sigmoid, sign, sin, sqrt, square, sub, subtract, tan,
-                      tanh, true_divide, trunc, where)
-from .ops.reduction import (all, amax, amin, any, argmax, argmin, cumsum, logsumexp,  # noqa: E402,A004
-                            max, mean, min, norm, prod, std, sum, var)
-from .ops.shape import (broadcast_tensors, broadcast_to, cat, chunk, clone, concat,  # noqa: E402
-                        concatenate, flatten, flip, movedim, moveaxis, narrow, permute, reshape,
-                        roll, split, squeeze, stack, swapaxes, swapdims, t, transpose, tril, triu,
-                        unbind, unflatten, unsqueeze)
-from .ops.indexing import (gather, index_select, masked_select, nonzero, scatter,  # noqa: E402
-                           scatter_add)
-from .ops.linalg import bmm, dot, einsum, ger, matmul, mm, mv, outer  # noqa: E402
-from .ops.softmax import log_softmax, softmax  # noqa: E402
-from .ops.registry import REGISTRY  # noqa: E402,F401
+from . import _tensor_methods  # noqa: E402,F401  (installs the Tensor surface from REGISTRY)
+from .ops.registry import FUNCTION as _FUNCTION, REGISTRY  # noqa: E402,F401
+
+# nbgrad.<op>: every registry op that declares a function variant, under its name and aliases
+for _op in REGISTRY.values():
+    if _FUNCTION in _op.variants:
+        for _name in _op.public_names:
+            globals()[_name] = _op.fn
+del _op, _name
 from .ops.elementwise import elementwise  # noqa: E402
 from . import autograd, cuda, utils  # noqa: E402,F401
 from . import nn, optim  # noqa: E402,F401

@@ -1,4 +1,5 @@
-"""Attach op methods, in-place variants and operators to Tensor (generated from the ops).
+"""Install the Tensor surface: every registry op's method and in-place variant (declared in its
+OpDef), then the hand-written rest: operators, conversions, fills and copies.
 
 Kept out of _tensor.py so the class file stays about storage and autograd fields.
 """
@@ -10,53 +11,38 @@ from . import creation
 from . import dtypes as _dt
 from . import random as _random
 from ._tensor import Tensor
+from .autograd.inplace import check_inplace, inplace, setitem
 from .device import as_device, check_device
-from .ops import api, indexing, linalg, reduction, shape, softmax
-from .ops.api import check_inplace, inplace
-from .ops.dispatch import result
+from .ops import indexing, linalg, shape
+from .ops import pointwise_fns as pw
+from .ops.dispatch import binary as _binary
+from .ops.registry import INPLACE, METHOD, REGISTRY, result
 
 _make = Tensor._make
 
-_METHODS = {
-    api: """neg negative exp exp2 log log2 log1p expm1 sqrt rsqrt sin cos tan tanh sigmoid relu abs
-        absolute sign reciprocal erf floor ceil trunc round add sub subtract mul multiply div divide
-        true_divide pow square clamp clip clamp_min clamp_max maximum minimum remainder lerp
-        masked_fill eq ne lt le gt ge greater greater_equal less less_equal not_equal logical_and
-        logical_or logical_xor logical_not isnan isinf isfinite floor_divide equal allclose
-        isclose""",
-    reduction: "sum mean prod amax amin max min argmax argmin var std norm logsumexp cumsum all any",
-    shape: """view reshape flatten unflatten squeeze unsqueeze transpose swapaxes swapdims permute t
-        expand expand_as broadcast_to split chunk unbind flip roll narrow tril triu clone contiguous
-        repeat sum_to_size movedim moveaxis""",
-    indexing: "gather scatter scatter_add index_select nonzero masked_select",
-    linalg: "matmul mm bmm dot mv outer ger",
-    softmax: "softmax log_softmax",
-}
-for _mod, _names in _METHODS.items():
-    for _n in _names.split():
-        setattr(Tensor, _n, getattr(_mod, _n))
 
-# In-place variants: compute out of place, write back, rewire history (ops.api.inplace).
-_INPLACE = """neg exp exp2 log log2 log1p expm1 sqrt rsqrt sin cos tan tanh sigmoid relu abs sign
-    reciprocal erf floor ceil trunc round add sub mul div true_divide pow square clamp clip
-    clamp_min clamp_max remainder lerp masked_fill eq ne lt le gt ge logical_and logical_or
-    logical_not floor_divide tril triu scatter scatter_add"""
-
-
-def _make_inplace(fn):
+def _make_inplace(fn, name):
     def method(self, *args, **kwargs):
         return inplace(self, fn, *args, **kwargs)
-    method.__name__ = fn.__name__ + "_"
+    method.__name__ = method.__qualname__ = name
     return method
 
 
-for _n in _INPLACE.split():
-    _src = getattr(api, _n, None) or getattr(shape, _n, None) or getattr(indexing, _n)
-    setattr(Tensor, _n + "_", _make_inplace(_src))
+def install(op):
+    """Put ``op``'s declared Tensor variants on Tensor (method and/or ``name_`` in place)."""
+    for name in op.public_names:
+        if METHOD in op.variants:
+            setattr(Tensor, name, op.fn)
+        if INPLACE in op.variants:
+            setattr(Tensor, name + "_", _make_inplace(op.fn, name + "_"))
+
+
+for _op in REGISTRY.values():
+    install(_op)
 
 
 def where(self, condition, other):
-    return api.where(condition, self, other)
+    return pw.where(condition, self, other)
 
 
 Tensor.where = where
@@ -83,17 +69,17 @@ def _rtruediv(self, other):
     other = _operand(other)
     if other is NotImplemented:
         return NotImplemented
-    return api.mul(api.reciprocal(self), other) if isinstance(other, numbers.Number) and \
-        self._dtype.category >= 2 else api.div(other, self)
+    return pw.mul(pw.reciprocal(self), other) if isinstance(other, numbers.Number) and \
+        self._dtype.category >= 2 else pw.div(other, self)
 
 
 def _rfloordiv(self, other):
-    return api.floor_divide(creation.tensor(other, dtype=self._dtype if isinstance(
+    return pw.floor_divide(creation.tensor(other, dtype=self._dtype if isinstance(
         other, int) else None), self)
 
 
 def _rmod(self, other):
-    return api.remainder(creation.tensor(other), self)
+    return pw.remainder(creation.tensor(other), self)
 
 
 def _check_bool(self, other, name):
@@ -134,15 +120,12 @@ def _inplace_op(fn):
     return op
 
 
-from .ops.dispatch import binary as _binary  # noqa: E402
-from .ops.registry import REGISTRY as _R  # noqa: E402
-
 _FAST = (Tensor, float, int, bool)
 
 
 def _fast(name, fallback):
     """Operators call the binary fast path directly for Tensor / Python-number operands."""
-    op = _R[name]
+    op = REGISTRY[name]
 
     def method(self, other):
         if isinstance(other, _FAST):
@@ -152,32 +135,31 @@ def _fast(name, fallback):
 
 
 _OPS = {
-    "__add__": _fast("add", _binop(api.add)), "__radd__": _fast("add", _binop(api.add)),
-    "__sub__": _binop(api.sub), "__rsub__": lambda s, o: api.rsub(s, o) if _operand(o)
+    "__add__": _fast("add", _binop(pw.add)), "__radd__": _fast("add", _binop(pw.add)),
+    "__sub__": _binop(pw.sub), "__rsub__": lambda s, o: pw.rsub(s, o) if _operand(o)
     is not NotImplemented else NotImplemented,
-    "__mul__": _fast("mul", _binop(api.mul)), "__rmul__": _fast("mul", _binop(api.mul)),
-    "__truediv__": _fast("div", _binop(api.div)), "__rtruediv__": _rtruediv,
-    "__floordiv__": _binop(api.floor_divide), "__rfloordiv__": _rfloordiv,
-    "__mod__": _binop(api.remainder), "__rmod__": _rmod,
-    "__pow__": _binop(api.pow), "__rpow__": _binop(api.pow, reflected=True),
+    "__mul__": _fast("mul", _binop(pw.mul)), "__rmul__": _fast("mul", _binop(pw.mul)),
+    "__truediv__": _fast("div", _binop(pw.div)), "__rtruediv__": _rtruediv,
+    "__floordiv__": _binop(pw.floor_divide), "__rfloordiv__": _rfloordiv,
+    "__mod__": _binop(pw.remainder), "__rmod__": _rmod,
+    "__pow__": _binop(pw.pow), "__rpow__": _binop(pw.pow, reflected=True),
     "__matmul__": lambda s, o: linalg.matmul(s, o) if isinstance(o, Tensor) else NotImplemented,
     "__rmatmul__": lambda s, o: linalg.matmul(o, s) if isinstance(o, Tensor) else NotImplemented,
-    "__neg__": api.neg, "__pos__": lambda s: s, "__abs__": api.abs, "__invert__": _invert,
-    "__lt__": _binop(api.lt), "__le__": _binop(api.le), "__gt__": _binop(api.gt),
-    "__ge__": _binop(api.ge),
-    "__eq__": lambda s, o: api.eq(s, o) if _operand(o) is not NotImplemented else False,
-    "__ne__": lambda s, o: api.ne(s, o) if _operand(o) is not NotImplemented else True,
+    "__neg__": pw.neg, "__pos__": lambda s: s, "__abs__": pw.abs, "__invert__": _invert,
+    "__lt__": _binop(pw.lt), "__le__": _binop(pw.le), "__gt__": _binop(pw.gt),
+    "__ge__": _binop(pw.ge),
+    "__eq__": lambda s, o: pw.eq(s, o) if _operand(o) is not NotImplemented else False,
+    "__ne__": lambda s, o: pw.ne(s, o) if _operand(o) is not NotImplemented else True,
     "__and__": _and, "__rand__": _and, "__or__": _or, "__ror__": _or, "__xor__": _xor,
     "__rxor__": _xor,
-    "__iadd__": _inplace_op(api.add), "__isub__": _inplace_op(api.sub),
-    "__imul__": _inplace_op(api.mul), "__itruediv__": _inplace_op(api.div),
-    "__ipow__": _inplace_op(api.pow), "__ifloordiv__": _inplace_op(api.floor_divide),
-    "__imod__": _inplace_op(api.remainder),
-    "__getitem__": indexing.getitem, "__setitem__": indexing.setitem,
+    "__iadd__": _inplace_op(pw.add), "__isub__": _inplace_op(pw.sub),
+    "__imul__": _inplace_op(pw.mul), "__itruediv__": _inplace_op(pw.div),
+    "__ipow__": _inplace_op(pw.pow), "__ifloordiv__": _inplace_op(pw.floor_divide),
+    "__imod__": _inplace_op(pw.remainder),
+    "__getitem__": indexing.getitem, "__setitem__": setitem,
 }
 for _n, _f in _OPS.items():
     setattr(Tensor, _n, _f)
-Tensor.__hash__ = lambda self: id(self)
 
 
 # -- properties ------------------------------------------------------------------------------
@@ -282,7 +264,7 @@ Tensor.new_tensor = new_tensor
 # -- in-place fills and copies ---------------------------------------------------------------
 
 def _fill_vjp(node, grads):
-    return (api.mul(grads[0], 0),) if node.next_functions[0][0] is not None else (None,)
+    return (pw.mul(grads[0], 0),) if node.next_functions[0][0] is not None else (None,)
 
 
 def _filled(self, value, name):
@@ -307,7 +289,7 @@ def _copy_vjp(node, grads):
     gs = None
     if node.next_functions[1][0] is not None:
         gs = g
-    gself = api.mul(g, 0) if node.next_functions[0][0] is not None else None
+    gself = pw.mul(g, 0) if node.next_functions[0][0] is not None else None
     return (gself, gs)
 
 

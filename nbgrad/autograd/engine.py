@@ -316,7 +316,7 @@ def accumulate_into_leaf(var, g):
     old = var._grad
     if old is None:
         if grad_mode.STATE.enabled:      # create_graph: keep the graph of the gradient
-            from ..ops.dispatch import result
+            from ..ops.registry import result
             var._grad = result(g._data.copy(), "torch::autograd::CopyBackwards", (g,),
                                lambda node, grads: (grads[0],))
         else:

@@ -30,13 +30,15 @@ from ..kernels.cpu import conv as KC
 from ..kernels.cpu import loss as KL
 from ..kernels.cpu import norm as KN
 from ..kernels.cpu import pool as KP
-from ..ops import api as _api
+from ..autograd import inplace as _inplace
+from ..ops import pointwise_fns as _api
 from ..ops import linalg as _linalg
 from ..ops import softmax as _softmax
 from ..ops.dispatch import pointwise as _pointwise
-from ..ops.dispatch import result as _result
+from ..ops.registry import result as _result
 from ..ops.dispatch import unary as _unary
 from ..ops.registry import REGISTRY as _R
+from ..ops.registry import write_out as _write_out
 from . import ops_table as _ops_table  # noqa: F401  (fills the registry)
 
 __all__ = ["linear", "bilinear", "conv1d", "conv2d", "max_pool2d", "avg_pool2d", "dropout",
@@ -932,7 +934,7 @@ def gelu(input, approximate="none"):
 def silu(input, inplace=False):
     _tensor_arg(input, "silu")
     if inplace:
-        return _api.inplace(input, silu)
+        return _inplace.inplace(input, silu)
     return _unary(_R["silu"], input)
 
 
@@ -944,7 +946,7 @@ def softplus(input, beta=1.0, threshold=20.0):
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     _tensor_arg(input, "leaky_relu")
     if inplace:
-        return _api.inplace(input, leaky_relu, negative_slope)
+        return _inplace.inplace(input, leaky_relu, negative_slope)
     return _pointwise(_R["leaky_relu"], (input,), (float(negative_slope),))
 
 
@@ -1029,8 +1031,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
         try:
             x, t = broadcast_tensors(x, t)
         except (RuntimeError, ValueError):
-            from ..ops.dispatch import _broadcast_error
-            raise _broadcast_error((input, target)) from None
+            from ..ops.dispatch import broadcast_error
+            raise broadcast_error((input, target)) from None
     if weight is not None:
         return _weighted((x - t) ** 2, weight, input, reduction)
     return _mse(x, t, reduction)
@@ -1047,8 +1049,8 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
         try:
             x, t = broadcast_tensors(x, t)
         except (RuntimeError, ValueError):
-            from ..ops.dispatch import _broadcast_error
-            raise _broadcast_error((input, target)) from None
+            from ..ops.dispatch import broadcast_error
+            raise broadcast_error((input, target)) from None
     err = (x - t).abs()
     if weight is not None:
         return _weighted(err, weight, input, reduction)
@@ -1517,5 +1519,5 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     denom = input.norm(p, dim, keepdim=True).clamp(min=eps).expand_as(input)
     res = input / denom
     if out is not None:
-        return _api.write_out(res, out, "normalize")
+        return _write_out(res, out, "normalize")
     return res

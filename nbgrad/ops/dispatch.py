@@ -1,26 +1,22 @@
-"""The one place where ops run kernels and record graph nodes.
+"""Forward dispatch of pointwise ops: promote dtypes, one kernel-cache lookup, run, record.
 
-Hot path (NOTE [per-op cost]): promote dtypes, one kernel-cache lookup, one "grad enabled and an
-input requires grad" test, one Node, one flag (``_flags.TAPS``) for anomaly/saved-tensor hooks.
+Hot path (NOTE [per-op cost]): one "grad enabled and an input requires grad" test, one Node
+(``OpDef.record``, or the two inlined copies in ``binary``/``unary``), one flag (``_flags.TAPS``)
+for listeners and one (``_flags.FWD``) for forward-mode AD.
 """
-import traceback
-
 import numpy as np
 
 from .. import _flags
 from .. import dtypes as _dt
+from .._fpstate import EXTOBJ as _EXTOBJ, IGNORE as _IGNORE, call_quiet as _call_quiet
 from .._tensor import Tensor
 from ..autograd.batching import batched
 from ..autograd.graph import SavedOutput, SavedTensor, edge, next_seq
 from ..grad_mode import STATE
 from ..kernels.pointwise import cpu_kernel, names_in
-from .registry import node_class
+from .registry import taps
 
 _make = Tensor._make
-
-from .._fpstate import EXTOBJ as _EXTOBJ, IGNORE as _IGNORE, call_quiet as _call_quiet  # noqa
-_FROM_NP = _dt._FROM_NP
-
 
 
 def needs_grad(inputs):
@@ -32,64 +28,7 @@ def needs_grad(inputs):
     return False
 
 
-def new_node(name, inputs, vjp, saved=None, attrs=None, nout=1):
-    """Create the Node for an op whose differentiable inputs are ``inputs`` (Tensors or None
-    for non-tensor slots).  Call only after ``needs_grad`` said yes."""
-    cls = node_class(name)
-    node = cls.__new__(cls)
-    nf, meta = [], []
-    for t in inputs:
-        if isinstance(t, Tensor):
-            nf.append(edge(t))
-            meta.append((t._data.shape, t._dtype))
-        else:
-            nf.append((None, 0))
-            meta.append(None)
-    node.next_functions = tuple(nf)
-    node._in_meta = tuple(meta)
-    node._seq = next_seq()
-    node.op = vjp
-    node.attrs = attrs
-    if nout != 1:
-        node._nout = nout
-    if saved:
-        node.saved = {k: (SavedTensor(v) if isinstance(v, Tensor) else v)
-                      for k, v in saved.items()}
-    else:
-        node.saved = None
-    if _flags.TAPS:
-        _taps(node)
-    return node
-
-
-def save_output(node, name, out):
-    if node.saved is None:
-        node.saved = {}
-    node.saved[name] = SavedOutput(out)
-
-
-def result(arr, name, inputs, vjp, saved=None, attrs=None):
-    """Wrap ``arr`` and, if needed, record a node: the common tail of a structured op."""
-    if type(arr) is not np.ndarray:
-        arr = np.asarray(arr)
-    if needs_grad(inputs):
-        node = new_node(name, inputs, vjp, saved, attrs)
-        return _make(arr, node, 0)
-    return _make(arr)
-
-
-def results(arrs, name, inputs, vjp, saved=None, attrs=None):
-    """Several differentiable outputs from one node (split, unbind, ...)."""
-    if needs_grad(inputs):
-        node = new_node(name, inputs, vjp, saved, attrs, nout=len(arrs))
-        return tuple(_make(a, node, i) for i, a in enumerate(arrs))
-    return tuple(_make(a) for a in arrs)
-
-
-# ---------------------------------------------------------------------------------------------
-# Pointwise ops
-
-def _broadcast_error(inputs):
+def broadcast_error(inputs):
     shapes = [t._data.shape for t in inputs if isinstance(t, Tensor)]
     if len(shapes) >= 2:
         a, b = shapes[0], shapes[1]
@@ -125,22 +64,22 @@ def pointwise_dtype(op, inputs):
     return dt
 
 
-
 def _kernel(op, cd, with_attrs):
     """The forward kernel of ``op`` for compute dtype ``cd`` (one dict lookup when warm)."""
     key = (cd, with_attrs)
-    k = op.kernels.get(key)
+    k = op._cache.get(key)
     if k is None:
         if op.numpy is not None and not with_attrs:
             k = op.numpy
         else:
             k = cpu_kernel(op.name, op.args + op.attrs, op.formula, cd.name,
                            {n: "bool" for n in op.bool_args})
-        op.kernels[key] = k
+        op._cache[key] = k
     return k
 
 
 def pointwise(op, inputs, attrs=()):
+    """The general path: any number of Tensor / scalar arguments, scalar attributes."""
     dt = pointwise_dtype(op, inputs)
     cd = _dt.float32 if dt is _dt.float16 else dt
     npd = cd.np
@@ -161,13 +100,13 @@ def pointwise(op, inputs, attrs=()):
     try:
         out = _call_quiet(_kernel(op, cd, bool(attrs)), arrays)
     except ValueError:
-        raise _broadcast_error(inputs) from None
+        raise broadcast_error(inputs) from None
     if type(out) is not np.ndarray:
         out = np.asarray(out)
     if out.dtype != dt.np:
         out = out.astype(dt.np)
     if rg and STATE.enabled and op.differentiable and dt.category >= 2:
-        t = _record_pointwise(op, inputs, attrs, cd, out)
+        t = op.record(out, inputs, attrs=(attrs, cd.name))
     else:
         t = _make(out)
     if _flags.FWD:
@@ -176,40 +115,7 @@ def pointwise(op, inputs, attrs=()):
     return t
 
 
-def _record_pointwise(op, inputs, attrs, cd, out):
-    node = op.node.__new__(op.node)
-    nf, meta = [], []
-    for x, name in zip(inputs, op.args):
-        if isinstance(x, Tensor) and name not in op.bool_args:
-            nf.append(edge(x))
-            meta.append((x._data.shape, x._dtype))
-        else:
-            nf.append((None, 0))
-            meta.append(None)
-    node.next_functions = tuple(nf)
-    node._in_meta = tuple(meta)
-    node._seq = next_seq()
-    node.op = op.vjp
-    node.attrs = (attrs, cd.name)
-    t = _make(out, node, 0)
-    if op.saves:
-        saved = {}
-        for name in op.saves:
-            if name == "out":
-                saved[name] = SavedOutput(t)
-            else:
-                x = inputs[op.args.index(name)]
-                saved[name] = SavedTensor(x) if isinstance(x, Tensor) else x
-        node.saved = saved
-    else:
-        node.saved = None
-    if _flags.TAPS:
-        _taps(node)
-    return t
-
-
 _SCALAR_CAT = {float: 2, int: 1, bool: 0}
-
 
 
 def binary(op, a, b):
@@ -236,14 +142,14 @@ def binary(op, a, b):
         xb = b._data
         if xb.dtype != npd:
             xb = xb.astype(npd)
-    k = op.kernels.get((cd, False))
+    k = op._cache.get((cd, False))
     if k is None:
         k = _kernel(op, cd, False)
     token = _EXTOBJ.set(_IGNORE)
     try:
         out = k(xa, xb)
     except ValueError:
-        raise _broadcast_error((a, b)) from None
+        raise broadcast_error((a, b)) from None
     finally:
         _EXTOBJ.reset(token)
     if type(out) is not np.ndarray:
@@ -277,7 +183,7 @@ def binary(op, a, b):
         else:
             node.saved = None
         if _flags.TAPS:
-            _taps(node)
+            taps(node)
     else:
         t = _make(out)
     if _flags.FWD:
@@ -295,7 +201,7 @@ def unary(op, a):
     xa = a._data
     if xa.dtype != cd.np:
         xa = xa.astype(cd.np)
-    k = op.kernels.get((cd, False))
+    k = op._cache.get((cd, False))
     if k is None:
         k = _kernel(op, cd, False)
     token = _EXTOBJ.set(_IGNORE)
@@ -321,19 +227,13 @@ def unary(op, a):
         else:
             node.saved = None
         if _flags.TAPS:
-            _taps(node)
+            taps(node)
     else:
         t = _make(out)
     if _flags.FWD:
         from ..autograd.forward_ad import pointwise_jvp
         pointwise_jvp(op, (a,), (), t)
     return t
-
-
-def _taps(node):
-    from ..autograd.anomaly_mode import STATE as anomaly
-    if anomaly.enabled:
-        node._trace = traceback.extract_stack()[:-3]
 
 
 _VJP_PLANS = {}

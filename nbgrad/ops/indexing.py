@@ -12,11 +12,12 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .._tensor import Tensor, _wrap_dim
-from ..kernels.cpu import index as K
 from ..autograd.batching import BATCH, batched, lead
-from .dispatch import needs_grad, result
-from .registry import OpDef, register
-from .shape import view_result
+from ..kernels.cpu import index as K
+from .registry import FUNCTION, INPLACE, METHOD, TRANSPOSE, internal_op, node_class, op, record
+
+FM = (FUNCTION, METHOD)
+CPU = {"cpu": K}
 
 _make = Tensor._make
 
@@ -32,20 +33,22 @@ def _take_lin_vjp(node, grads):
     return (_take_lin(grads[0], lin),)
 
 
-def _take_lin(g, lin):
-    """out = g.flatten()[lin] (differentiable; the adjoint of _scatter_lin)."""
-    arr = np.ascontiguousarray(g._data).reshape(-1)[lin]
-    return result(arr, "IndexBackward0", (g,), _scatter_lin_vjp, attrs=(g._data.shape, lin))
-
-
 def _scatter_lin_vjp(node, grads):
     shape, lin = node.attrs
     return (_scatter_lin(grads[0], shape, lin),)
 
 
+@internal_op("take_lin", "indexing", node="IndexBackward0", vjp=_scatter_lin_vjp)
+def _take_lin(g, lin):
+    """out = g.flatten()[lin] (differentiable; the adjoint of _scatter_lin)."""
+    arr = np.ascontiguousarray(g._data).reshape(-1)[lin]
+    return _take_lin.op.record(arr, (g,), attrs=(g._data.shape, lin))
+
+
+@internal_op("scatter_lin", "indexing", node="IndexPutBackward0", vjp=_take_lin_vjp)
 def _scatter_lin(g, shape, lin):
     arr = K.scatter_add(shape, g._data.dtype, lin, np.broadcast_to(g._data, lin.shape))
-    return result(arr, "IndexPutBackward0", (g,), _take_lin_vjp, attrs=(lin,))
+    return _scatter_lin.op.record(arr, (g,), attrs=(lin,))
 
 
 # -- __getitem__ ---------------------------------------------------------------------------
@@ -145,18 +148,20 @@ def _embed_vjp(node, grads):
     return (basic_index(grads[0], (slice(None),) * BATCH.dims + idx),)
 
 
+@internal_op("embed", "indexing", node="SliceBackwardBackward0", vjp=_embed_vjp)  # basic index vjp
 def embed(g, shape, idx):
     """zeros(shape) with ``g`` written at basic index ``idx`` (adjoint of basic indexing)."""
     b = lead(g)
     arr = np.zeros(b + shape, g._data.dtype)
     idx = (slice(None),) * len(b) + idx
     arr[idx] = g._data
-    return result(arr, "SliceBackwardBackward0", (g,), _embed_vjp, attrs=(idx,))
+    return embed.op.record(arr, (g,), attrs=(idx,))
 
 
 def basic_index(x, idx, name=None):
-    arr = x._data[idx]
-    return view_result(arr, name or _basic_name(idx), x, _basic_vjp, (x._data.shape, idx))
+    """A view of ``x`` at basic index ``idx``: what ``x[idx]`` and ``narrow`` record."""
+    return record(x._data[idx], node_class(name or _basic_name(idx)), (x,), _basic_vjp,
+                  view_of=x, attrs=(x._data.shape, idx))
 
 
 def _advanced_vjp(node, grads):
@@ -164,6 +169,7 @@ def _advanced_vjp(node, grads):
     return (_scatter_lin(grads[0], shape, _lin(shape)[idx]),)
 
 
+@op("getitem", "indexing", node="IndexBackward0", vjp=_advanced_vjp)  # Tensor.__getitem__
 def getitem(x, idx):
     if x._data.ndim == 0 and not (idx is None or idx is Ellipsis or idx == () or isinstance(
             idx, (Tensor, list, np.ndarray, bool)) or (isinstance(idx, tuple) and all(
@@ -175,8 +181,7 @@ def getitem(x, idx):
     if not advanced:
         return basic_index(x, nidx)
     arr = x._data[nidx]
-    return result(np.ascontiguousarray(arr), "IndexBackward0", (x,), _advanced_vjp,
-                  attrs=(x._data.shape, nidx))
+    return getitem.op.record(np.ascontiguousarray(arr), (x,), attrs=(x._data.shape, nidx))
 
 
 # -- __setitem__ (CopySlices) --------------------------------------------------------------
@@ -195,6 +200,7 @@ def _index_put_vjp(node, grads):
     return (gi, gv)
 
 
+@op("setitem", "indexing", node="torch::autograd::CopySlices", vjp=_index_put_vjp)
 def index_put(x, idx, value):
     """Out of place: a copy of ``x`` with ``x[idx] = value`` (the body of __setitem__)."""
     nidx, _ = _normalize(idx)
@@ -218,22 +224,7 @@ def index_put(x, idx, value):
                            "(%d) at non-singleton dimension %d.  Target sizes: %s.  Tensor "
                            "sizes: %s" % (pt[dim], ps[dim], dim, tgt, src)) from None
     vshape = vt._data.shape if vt is not None else ()
-    return result(arr, "torch::autograd::CopySlices", (x, vt), _index_put_vjp, attrs=(nidx, vshape))
-
-
-def setitem(x, idx, value):
-    from ..grad_mode import STATE
-    from .api import inplace
-    if STATE.enabled and x.grad_fn is None and x._requires_grad:
-        # PyTorch writes through a view (x[idx].copy_(value)), hence the "view of a leaf" text
-        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
-                           "in-place operation.")
-    if isinstance(value, (list, tuple, np.ndarray)):
-        from ..creation import tensor
-        value = tensor(value, dtype=x._dtype)
-    if isinstance(value, Tensor) and value._dtype is not x._dtype:
-        value = value.to(x._dtype)
-    inplace(x, index_put, idx, value)
+    return index_put.op.record(arr, (x, vt), attrs=(nidx, vshape))
 
 
 # -- gather / scatter / index_select ------------------------------------------------------
@@ -248,11 +239,17 @@ def _gather_lin(shape, dim, index):
     return np.take_along_axis(_lin(shape)[sl], index._data.astype(np.int64), dim)
 
 
+def _clone_vjp(node, grads):
+    return (grads[0],)
+
+
 def _gather_vjp(node, grads):
     shape, dim, index = node.attrs
     return (_scatter_lin(grads[0], shape, _gather_lin(shape, dim, index)),)
 
 
+@op("gather", "indexing", node={"nd": "GatherBackward0", "0d": "GatherBackward0"},
+    vjp={"nd": _gather_vjp, "0d": _clone_vjp}, variants=FM, kernels=CPU)
 def gather(input, dim, index, *, sparse_grad=False):
     _check_index_tensor(index, "gather")
     d = _wrap_dim(dim, input._data.ndim)
@@ -265,16 +262,11 @@ def gather(input, dim, index, *, sparse_grad=False):
                                % (k, list(index._data.shape), list(input._data.shape), d))
     K.check_index(index._data, input._data.shape[d] if input._data.ndim else 1, d)
     if input._data.ndim == 0:
-        return result(input._data.copy(), "GatherBackward0", (input,), _clone_vjp)
+        return gather.op.record(input._data.copy(), (input,), overload="0d")
     sl = tuple(slice(0, n) for n in index._data.shape)
     sl = tuple(slice(None) if k == d else s for k, s in enumerate(sl))
     arr = np.take_along_axis(input._data[sl], index._data.astype(np.int64), d)
-    return result(arr, "GatherBackward0", (input,), _gather_vjp,
-                  attrs=(input._data.shape, d, index))
-
-
-def _clone_vjp(node, grads):
-    return (grads[0],)
+    return gather.op.record(arr, (input,), overload="nd", attrs=(input._data.shape, d, index))
 
 
 def _scatter_vjp(node, grads):
@@ -289,7 +281,7 @@ def _scatter_vjp(node, grads):
     return (gi, gs)
 
 
-def _scatter_impl(input, dim, index, src, add):
+def _scatter_impl(input, dim, index, src, add, opdef):
     _check_index_tensor(index, "scatter")
     d = _wrap_dim(dim, input._data.ndim)
     K.check_index(index._data, input._data.shape[d], d)
@@ -311,12 +303,13 @@ def _scatter_impl(input, dim, index, src, add):
         K.scatter_add_flat_cpu(flat, lin, np.ascontiguousarray(vals).reshape(-1))
     else:
         K.scatter_flat_cpu(flat, lin, np.ascontiguousarray(vals).reshape(-1))
-    inputs = (input, src) if isinstance(src, Tensor) else (input,)
-    name = ("ScatterAddBackward0" if add else
-            ("ScatterBackward0" if isinstance(src, Tensor) else "ScatterBackward1"))
-    return result(out, name, inputs, _scatter_vjp, attrs=(d, index, add))
+    if isinstance(src, Tensor):
+        return opdef.record(out, (input, src), overload="src", attrs=(d, index, add))
+    return opdef.record(out, (input,), overload="value", attrs=(d, index, add))
 
 
+@op("scatter", "indexing", node={"src": "ScatterBackward0", "value": "ScatterBackward1"},
+    vjp=_scatter_vjp, variants=(FUNCTION, METHOD, INPLACE), kernels=CPU)
 def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     if reduce is not None:
         if reduce != "add":
@@ -325,11 +318,13 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
         return scatter_add(input, dim, index, src)
     if src is None:
         src = value
-    return _scatter_impl(input, dim, index, src, False)
+    return _scatter_impl(input, dim, index, src, False, scatter.op)
 
 
+@op("scatter_add", "indexing", node={"src": "ScatterAddBackward0", "value": "ScatterAddBackward0"},
+    vjp=_scatter_vjp, variants=(FUNCTION, METHOD, INPLACE), kernels=CPU)
 def scatter_add(input, dim, index, src):
-    return _scatter_impl(input, dim, index, src, True)
+    return _scatter_impl(input, dim, index, src, True, scatter_add.op)
 
 
 def _index_select_vjp(node, grads):
@@ -338,6 +333,8 @@ def _index_select_vjp(node, grads):
     return (_scatter_lin(grads[0], shape, lin),)
 
 
+@op("index_select", "indexing", node="IndexSelectBackward0", vjp=_index_select_vjp, variants=FM,
+    kernels=CPU)
 def index_select(input, dim, index):
     if not isinstance(index, Tensor) or index._dtype.category != 1:
         raise RuntimeError("index_select(): Expected dtype int32/int64 for index")
@@ -347,10 +344,11 @@ def index_select(input, dim, index):
     idx = index._data.reshape(-1).astype(np.int64)
     K.check_index(idx, input._data.shape[d], d)
     idx = np.where(idx < 0, idx + input._data.shape[d], idx)
-    return result(np.take(input._data, idx, axis=d), "IndexSelectBackward0", (input,),
-                  _index_select_vjp, attrs=(input._data.shape, d, idx))
+    return index_select.op.record(np.take(input._data, idx, axis=d), (input,),
+                                  attrs=(input._data.shape, d, idx))
 
 
+@op("nonzero", "indexing", variants=FM)
 def nonzero(input, *, as_tuple=False):
     nz = np.nonzero(input._data)
     if as_tuple:
@@ -358,21 +356,17 @@ def nonzero(input, *, as_tuple=False):
     return _make(np.stack(nz, axis=1).astype(np.int64) if nz else np.zeros((0, 0), np.int64))
 
 
+def _masked_select_vjp(node, grads):
+    shape, lin = node.attrs  # broadcast shape: the engine sums the gradient to the input's
+    return (_scatter_lin(grads[0], shape, lin),)
+
+
+@op("masked_select", "indexing", node="MaskedSelectBackward0", vjp=_masked_select_vjp,
+    variants=FM)
 def masked_select(input, mask):
-    m = np.broadcast_to(mask._data, np.broadcast_shapes(input._data.shape, mask._data.shape))
-    return getitem(input.expand(*m.shape), _make(np.ascontiguousarray(m)))
-
-
-for _name, _node in [("getitem", "IndexBackward0"), ("setitem", "CopySlices"),
-                     ("gather", "GatherBackward0"), ("scatter", "ScatterBackward0"),
-                     ("scatter_add", "ScatterAddBackward0"),
-                     ("index_select", "IndexSelectBackward0"), ("nonzero", None)]:
-    register(OpDef(_name, "indexing", node=_node, inplace=False))
-
-# forward-mode AD: tangents through the transposed VJP (one flag check when not in use)
-from ..autograd.forward_ad import with_jvp as _with_jvp  # noqa: E402
-
-# embed and _take_lin/_scatter_lin are the backward ops of indexing: forward-over-reverse needs them
-for _n in ("index_put getitem gather scatter scatter_add index_select masked_select embed _take_lin "
-           "_scatter_lin").split():
-    globals()[_n] = _with_jvp(globals()[_n])
+    if not isinstance(mask, Tensor) or mask._dtype is not _dt.bool:
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    shape = np.broadcast_shapes(input._data.shape, mask._data.shape)
+    m = np.broadcast_to(mask._data, shape)
+    arr = np.broadcast_to(input._data, shape)[m]
+    return masked_select.op.record(arr, (input,), attrs=(shape, _lin(shape)[m]))

@@ -8,8 +8,9 @@ from .. import dtypes as _dt
 from .._tensor import Tensor
 from .._fpstate import call_quiet
 from ..autograd.batching import batched
-from .dispatch import result
-from .registry import OpDef, register
+from .registry import COMPOSITE, FUNCTION, METHOD, OUT, op
+
+FMO = (FUNCTION, METHOD, OUT)
 
 _C = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
       "float16": "c10::Half", "bool": "bool", "complex64": "c10::complex<float>",
@@ -53,21 +54,28 @@ def _matmul_vjp(node, grads):
     return ga, gb
 
 
-def _node_name(a, b):
+def _overload(a, b):
     if a.ndim == 1 and b.ndim == 1:
-        return "DotBackward0"
+        return "dot"
     if a.ndim == 2 and b.ndim == 2:
-        return "MmBackward0"
+        return "mm"
     if a.ndim == 2 and b.ndim == 1:
-        return "MvBackward0"
+        return "mv"
     if a.ndim == 1:
-        return "SqueezeBackward4"
+        return "vm"
     if a.ndim == 3 and b.ndim == 3:
-        return "BmmBackward0"
-    return "UnsafeViewBackward0"
+        return "bmm"
+    return "batched"
 
 
-def matmul(input, other, *, out=None):
+# PyTorch records what matmul reduces to for these shapes
+_NODES = {"dot": "DotBackward0", "mm": "MmBackward0", "mv": "MvBackward0",
+          "vm": "SqueezeBackward4", "bmm": "BmmBackward0", "batched": "UnsafeViewBackward0"}
+
+
+@op("matmul", "linalg", node=_NODES, vjp=_matmul_vjp, args=("x", "y"), saves=("x", "y"),
+    variants=FMO)
+def matmul(input, other):
     a, b = input, other
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError("matmul(): argument 'other' (position 2) must be Tensor, not %s"
@@ -92,22 +100,20 @@ def matmul(input, other, *, out=None):
         arr = call_quiet(np.matmul, (a._data, b._data))
     except ValueError as e:
         raise RuntimeError("matmul: %s" % e) from None
-    res = result(arr, _node_name(a, b), (a, b), _matmul_vjp, saved={"x": a, "y": b})
-    if out is not None:
-        from .api import write_out
-        return write_out(res, out, "matmul")
-    return res
+    return matmul.op.record(arr, (a, b), overload=_overload(a, b))
 
 
-def mm(input, mat2, *, out=None):
+@op("mm", "linalg", variants=FMO, jvp=COMPOSITE)
+def mm(input, mat2):
     if input.ndim != 2:
         raise RuntimeError("self must be a matrix")
     if mat2.ndim != 2:
         raise RuntimeError("mat2 must be a matrix")
-    return matmul(input, mat2, out=out)
+    return matmul(input, mat2)
 
 
-def bmm(input, mat2, *, out=None):
+@op("bmm", "linalg", variants=FMO, jvp=COMPOSITE)
+def bmm(input, mat2):
     if input.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
     if mat2.ndim != 3:
@@ -116,33 +122,33 @@ def bmm(input, mat2, *, out=None):
         raise RuntimeError("Expected size for first two dimensions of batch2 tensor to be: [%d, "
                            "%d] but got: [%d, %d]." % (input._data.shape[0], input._data.shape[2],
                                                        mat2._data.shape[0], mat2._data.shape[1]))
-    return matmul(input, mat2, out=out)
+    return matmul(input, mat2)
 
 
-def dot(input, other, *, out=None):
+@op("dot", "linalg", variants=FMO, jvp=COMPOSITE)
+def dot(input, other):
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError("1D tensors expected, but got %dD and %dD tensors"
                            % (input.ndim, other.ndim))
     if input._dtype is not other._dtype:
         raise RuntimeError("dot : expected both vectors to have same dtype, but found %s and %s"
                            % (input._dtype._legacy, other._dtype._legacy))
-    return matmul(input, other, out=out)
+    return matmul(input, other)
 
 
-def mv(input, vec, *, out=None):
+@op("mv", "linalg", variants=FMO, jvp=COMPOSITE)
+def mv(input, vec):
     if input.ndim != 2 or vec.ndim != 1:
         raise RuntimeError("vector + matrix @ vector expected, got %d, %d, %d"
                            % (1, input.ndim, vec.ndim))
-    return matmul(input, vec, out=out)
+    return matmul(input, vec)
 
 
+@op("outer", "linalg", variants=(FUNCTION, METHOD), aliases=("ger",))
 def outer(input, vec2):
     if input.ndim != 1 or vec2.ndim != 1:
         raise RuntimeError("outer: expected 1D tensors")
     return input.unsqueeze(1) * vec2.unsqueeze(0)
-
-
-ger = outer
 
 
 # -- einsum ------------------------------------------------------------------------------
@@ -210,6 +216,7 @@ def _einsum_vjp(node, grads):
     return tuple(out)
 
 
+@op("einsum", "linalg", node="EinsumBackward0", vjp=_einsum_vjp, variants=(FUNCTION,))
 def einsum(equation, *operands):
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
@@ -219,8 +226,7 @@ def einsum(equation, *operands):
         x, s = operands[0], ins[0]
         summed = tuple(k for k, c in enumerate(s) if c not in rhs)
         if summed:
-            from .reduction import sum as _sum
-            x = _sum(x, summed)
+            x = x.sum(summed)
             s = "".join(c for c in s if c in rhs)
         if s != rhs:
             x = x.permute(*[s.index(c) for c in rhs])
@@ -233,19 +239,6 @@ def einsum(equation, *operands):
     arr = np.asarray(arr)
     if not arr.flags.c_contiguous:
         arr = np.ascontiguousarray(arr)
-    raw = result(arr, "EinsumBackward0", operands, _einsum_vjp,
-                 saved={"op%d" % i: o for i, o in enumerate(operands)},
-                 attrs=(ins, rhs, [o._data.shape for o in operands]))
+    raw = einsum.op.record(arr, operands, saved={"op%d" % i: o for i, o in enumerate(operands)},
+                           attrs=(ins, rhs, [o._data.shape for o in operands]))
     return raw.view(arr.shape)  # PyTorch's einsum result is a view: grad_fn ViewBackward0
-
-
-for _name, _node in [("matmul", "MmBackward0"), ("mm", "MmBackward0"), ("bmm", "BmmBackward0"),
-                     ("dot", "DotBackward0"), ("mv", "MvBackward0"), ("outer", "MulBackward0"),
-                     ("einsum", "ViewBackward0")]:
-    register(OpDef(_name, "linalg", node=_node, inplace=False))
-
-# forward-mode AD: tangents through the transposed VJP (one flag check when not in use)
-from ..autograd.forward_ad import with_jvp as _with_jvp  # noqa: E402
-
-for _n in "matmul mm bmm dot mv einsum".split():
-    globals()[_n] = _with_jvp(globals()[_n])

@@ -11,7 +11,7 @@ from .._tensor import Tensor
 def _lift(name, scalar_fn):
     def f(x, *rest):
         if isinstance(x, Tensor):
-            from . import api
+            from . import pointwise_fns as api
             return getattr(api, name)(x, *rest)
         return scalar_fn(x, *rest)
     f.__name__ = name
@@ -19,7 +19,7 @@ def _lift(name, scalar_fn):
 
 
 def _where(c, a, b):
-    from . import api
+    from . import pointwise_fns as api
     if isinstance(c, bool):
         return a if c else b
     return api.where(c, a, b)
@@ -33,13 +33,13 @@ def typed_where(dtype):
         if not isinstance(a, Tensor) and not isinstance(b, Tensor):
             from ..creation import tensor
             a = tensor(a, dtype=dtype)
-        from . import api
+        from . import pointwise_fns as api
         return api.where(c, a, b)
     return where
 
 
 def _sign(x):
-    from . import api
+    from . import pointwise_fns as api
     return api.sign(x) if isinstance(x, Tensor) else float((x > 0) - (x < 0))
 
 

@@ -8,10 +8,14 @@ import numpy as np
 from .. import dtypes as _dt
 from .._tensor import Tensor, _wrap_dim
 from ..autograd.batching import batched, lead
+from ..creation import zeros
 from ..grad_mode import no_grad
 from ..kernels.cpu import reduce as K
-from .dispatch import needs_grad, new_node, result, save_output
-from .registry import OpDef, register
+from .pointwise_fns import abs as _abs, maximum, minimum, sign, where
+from .registry import FUNCTION, METHOD, OUT, op
+
+FM, FMO = (FUNCTION, METHOD), (FUNCTION, METHOD, OUT)
+CPU = {"cpu": K}
 
 _make = Tensor._make
 values_indices = collections.namedtuple("return_types", ["values", "indices"])
@@ -98,7 +102,9 @@ def _mean_vjp(node, grads):
     return (_grad_to(g, shape, dims, keepdim).expand(lead(g) + shape) / n,)
 
 
-def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A001
+@op("sum", "reduction", node={False: "SumBackward0", True: "SumBackward1"}, vjp=_sum_vjp,
+    variants=FMO, kernels=CPU)
+def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
     x = input
     dims = _dims(dim, x._data.ndim)
     d = _dt.as_dtype(dtype) if dtype is not None else (
@@ -111,20 +117,13 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A001
         r, _ = _run(K.sum_fwd_cpu, a, dims, keepdim, a.dtype)
     if r is None:
         r = np.zeros(out_shape(x._data.shape, dims, keepdim), a.dtype)
-    name = "SumBackward1" if dim is not None else "SumBackward0"
-    res = result(r.astype(d.np, copy=False), name, (x,), _sum_vjp,
-                 attrs=(x._data.shape, dims, keepdim))
-    return _write(res, out)
+    return sum.op.record(r.astype(d.np, copy=False), (x,), overload=dim is not None,
+                         attrs=(x._data.shape, dims, keepdim))
 
 
-def _write(res, out):
-    if out is None:
-        return res
-    from .api import write_out
-    return write_out(res, out, "reduction")
-
-
-def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+@op("mean", "reduction", node={False: "MeanBackward0", True: "MeanBackward1"}, vjp=_mean_vjp,
+    variants=FMO, kernels=CPU)
+def mean(input, dim=None, keepdim=False, *, dtype=None):
     x = input
     if dtype is None and x._dtype.category < 2:
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
@@ -138,9 +137,8 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
         r = np.full(out_shape(x._data.shape, dims, keepdim), np.nan, a.dtype)
     else:
         r = r / a.dtype.type(n) if n else r
-    name = "MeanBackward1" if dim is not None else "MeanBackward0"
-    return _write(result(np.asarray(r).astype(d.np, copy=False), name, (x,), _mean_vjp,
-                         attrs=(x._data.shape, dims, keepdim, n)), out)
+    return mean.op.record(np.asarray(r).astype(d.np, copy=False), (x,),
+                          overload=dim is not None, attrs=(x._data.shape, dims, keepdim, n))
 
 
 # -- prod --------------------------------------------------------------------------------------
@@ -168,6 +166,8 @@ def _prod_vjp(node, grads):
     return (g * _make(others.astype(x._data.dtype)),)
 
 
+@op("prod", "reduction", node={False: "ProdBackward0", True: "ProdBackward1"}, vjp=_prod_vjp,
+    saves=("x", "out"), variants=FM, kernels=CPU)
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     x = input
     if dim is not None and isinstance(dim, (list, tuple)):
@@ -179,13 +179,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     r, _ = _run(K.prod_fwd_cpu, a, dims, keepdim, a.dtype)
     if r is None:
         r = np.ones(out_shape(x._data.shape, dims, keepdim), a.dtype)
-    name = "ProdBackward1" if dim is not None else "ProdBackward0"
-    if needs_grad((x,)):
-        node = new_node(name, (x,), _prod_vjp, {"x": x}, (x._data.shape, dims, keepdim))
-        t = _make(r.astype(d.np, copy=False), node)
-        save_output(node, "out", t)
-        return t
-    return _make(r.astype(d.np, copy=False))
+    return prod.op.record(r.astype(d.np, copy=False), (x,), overload=dim is not None,
+                          attrs=(x._data.shape, dims, keepdim))
 
 
 # -- max / min ---------------------------------------------------------------------------------
@@ -203,7 +198,7 @@ def _evenly_vjp(node, grads):
     return (g * mask / count,)
 
 
-def _extreme(x, dim, keepdim, take_max, name):
+def _extreme(x, dim, keepdim, take_max, opdef, overload=None):
     if x._data.size == 0 and (dim is None or x._data.shape[_wrap_dim(dim, x._data.ndim)] == 0):
         raise RuntimeError(
             "%s(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
@@ -213,32 +208,30 @@ def _extreme(x, dim, keepdim, take_max, name):
     if a.dtype == np.bool_:
         a = a.astype(np.int64)
     r, _ = _run(K.amax_fwd_cpu, a, dims, keepdim, a.dtype, take_max)
-    r = r.astype(x._data.dtype, copy=False)
-    if needs_grad((x,)):
-        node = new_node(name, (x,), _evenly_vjp, {"x": x}, (x._data.shape, dims, keepdim))
-        t = _make(r, node)
-        save_output(node, "out", t)
-        return t
-    return _make(r)
+    return opdef.record(r.astype(x._data.dtype, copy=False), (x,), overload=overload,
+                        attrs=(x._data.shape, dims, keepdim))
 
 
+@op("amax", "reduction", node="AmaxBackward0", vjp=_evenly_vjp, saves=("x", "out"), variants=FM,
+    kernels=CPU)
 def amax(input, dim=(), keepdim=False):
-    return _extreme(input, dim if dim != () else None, keepdim, True, "AmaxBackward0")
+    return _extreme(input, dim if dim != () else None, keepdim, True, amax.op)
 
 
+@op("amin", "reduction", node="AminBackward0", vjp=_evenly_vjp, saves=("x", "out"), variants=FM,
+    kernels=CPU)
 def amin(input, dim=(), keepdim=False):
-    return _extreme(input, dim if dim != () else None, keepdim, False, "AminBackward0")
+    return _extreme(input, dim if dim != () else None, keepdim, False, amin.op)
 
 
 def _select_vjp(node, grads):
     """max(dim)/min(dim): the gradient goes to the returned index only."""
     shape, dim, keepdim = node.attrs
-    idx = node.saved["indices"]
+    idx = node.unpack("indices")
     g = grads[0]
     if not keepdim:
         g = g.unsqueeze(dim)
         idx = idx.unsqueeze(dim)
-    from ..creation import zeros
     return (zeros(*shape, dtype=g.dtype).scatter(dim, idx, g),)
 
 
@@ -254,14 +247,12 @@ def _argext(x, dim, keepdim, take_max):
     return r
 
 
-def _max_min(input, dim, keepdim, take_max, other):
+def _max_min(input, dim, keepdim, take_max, other, opdef):
     word = "max" if take_max else "min"
     if isinstance(dim, Tensor) or other is not None:
-        from .api import maximum, minimum
         return (maximum if take_max else minimum)(input, dim if other is None else other)
     if dim is None:
-        return _extreme(input, None, False, take_max,
-                        "MaxBackward1" if take_max else "MinBackward1")
+        return _extreme(input, None, False, take_max, opdef, "all")
     d = _wrap_dim(dim, input._data.ndim)
     if input._data.ndim and input._data.shape[d] == 0:
         raise IndexError("%s(): Expected reduction dim %d to have non-zero size." % (word, d))
@@ -270,22 +261,32 @@ def _max_min(input, dim, keepdim, take_max, other):
     if not keepdim and input._data.ndim:
         vals = vals.squeeze(d)
     idx_t = _make(idx)
-    if needs_grad((input,)):
-        node = new_node("MaxBackward0" if take_max else "MinBackward0", (input,), _select_vjp,
-                        None, (input._data.shape, d, keepdim))
-        node.saved = {"indices": idx_t}
-        return values_indices(_make(np.ascontiguousarray(vals), node), idx_t)
-    return values_indices(_make(np.ascontiguousarray(vals)), idx_t)
+    vals = opdef.record(np.ascontiguousarray(vals), (input,), overload="dim",
+                        attrs=(input._data.shape, d, keepdim), saved={"indices": idx_t})
+    return values_indices(vals, idx_t)
 
 
+# max()/min() share the gradient evenly between tied extremes (saving x and out); max(dim)
+# returns indices and sends the gradient to them only
+_EXTREME = {"all": _evenly_vjp, "dim": _select_vjp}
+
+
+_EXTREME_SAVES = {"all": ("x", "out"), "dim": ()}
+
+
+@op("max", "reduction", node={"all": "MaxBackward1", "dim": "MaxBackward0"}, vjp=_EXTREME,
+    saves=_EXTREME_SAVES, variants=FM, kernels=CPU)
 def max(input, dim=None, keepdim=False, *, other=None):  # noqa: A001
-    return _max_min(input, dim, keepdim, True, other)
+    return _max_min(input, dim, keepdim, True, other, max.op)
 
 
+@op("min", "reduction", node={"all": "MinBackward1", "dim": "MinBackward0"}, vjp=_EXTREME,
+    saves=_EXTREME_SAVES, variants=FM, kernels=CPU)
 def min(input, dim=None, keepdim=False, *, other=None):  # noqa: A001
-    return _max_min(input, dim, keepdim, False, other)
+    return _max_min(input, dim, keepdim, False, other, min.op)
 
 
+@op("argmax", "reduction", variants=FM, kernels=CPU)
 def argmax(input, dim=None, keepdim=False):
     if dim is None:
         r = _argext(input.reshape(-1), 0, False, True)
@@ -293,6 +294,7 @@ def argmax(input, dim=None, keepdim=False):
     return _make(_argext(input, dim, keepdim, True))
 
 
+@op("argmin", "reduction", variants=FM, kernels=CPU)
 def argmin(input, dim=None, keepdim=False):
     if dim is None:
         r = _argext(input.reshape(-1), 0, False, False)
@@ -325,7 +327,7 @@ def _std_vjp(node, grads):
     return (g * (x - x.mean(dim=dims, keepdim=True)) / ((n - c) * out),)
 
 
-def _var_std(x, dim, unbiased, keepdim, correction, take_sqrt):
+def _var_std(x, dim, unbiased, keepdim, correction, take_sqrt, opdef):
     if isinstance(dim, bool):           # var(x, False): the old "unbiased" positional
         unbiased, dim = dim, None
     if x._dtype.category < 2:
@@ -339,24 +341,20 @@ def _var_std(x, dim, unbiased, keepdim, correction, take_sqrt):
         r = np.full(out_shape(x._data.shape, dims, keepdim), np.nan, a.dtype)
     if take_sqrt:
         r = np.sqrt(r)
-    r = np.asarray(r).astype(x._data.dtype, copy=False)
-    if needs_grad((x,)):
-        node = new_node("StdBackward0" if take_sqrt else "VarBackward0", (x,),
-                        _std_vjp if take_sqrt else _var_vjp, {"x": x},
-                        (x._data.shape, dims, keepdim, n, c))
-        t = _make(r, node)
-        if take_sqrt:
-            save_output(node, "out", t)
-        return t
-    return _make(r)
+    return opdef.record(np.asarray(r).astype(x._data.dtype, copy=False), (x,),
+                        attrs=(x._data.shape, dims, keepdim, n, c))
 
 
+@op("var", "reduction", node="VarBackward0", vjp=_var_vjp, saves=("x",), variants=FM,
+    kernels=CPU)
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return _var_std(input, dim, unbiased, keepdim, correction, False)
+    return _var_std(input, dim, unbiased, keepdim, correction, False, var.op)
 
 
+@op("std", "reduction", node="StdBackward0", vjp=_std_vjp, saves=("x", "out"), variants=FM,
+    kernels=CPU)
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return _var_std(input, dim, unbiased, keepdim, correction, True)
+    return _var_std(input, dim, unbiased, keepdim, correction, True, std.op)
 
 
 # -- norm, logsumexp, cumsum -------------------------------------------------------------------
@@ -367,7 +365,6 @@ def _norm_vjp(node, grads):
     x = node.unpack("x")
     out = _unsqueeze_to(node.unpack("out"), shape, dims, keepdim)
     g = _grad_to(grads[0], shape, dims, keepdim)
-    from .api import where, abs as _abs, sign
     if p == 2:
         return (g * where(out == 0, 0.0, x / out),)
     if p == 1:
@@ -379,6 +376,8 @@ def _norm_vjp(node, grads):
     return (g * where(out == 0, 0.0, x * _abs(x) ** (p - 2) / out ** (p - 1)),)
 
 
+@op("norm", "reduction", node="LinalgVectorNormBackward0", vjp=_norm_vjp, saves=("x", "out"),
+    variants=FM)
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     x = input
     if x._dtype.category < 2:
@@ -388,7 +387,6 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         p = 2.0
     p = float(p)
     dims = _dims(dim, x._data.ndim)
-    from .api import abs as _abs
     with no_grad():
         ax = _abs(x)
         if math.isinf(p):
@@ -401,16 +399,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
             r = sum(ax * ax, dims, keepdim).sqrt()
         else:
             r = sum(ax ** p, dims, keepdim) ** (1.0 / p)
-    if needs_grad((x,)):
-        node = new_node("LinalgVectorNormBackward0", (x,), _norm_vjp, {"x": x},
-                        (x._data.shape, dims, keepdim, p))
-        t = _make(r._data, node)
-        save_output(node, "out", t)
-        return t
-    return r
-
-
-
+    return norm.op.record(r._data, (x,), attrs=(x._data.shape, dims, keepdim, p))
 
 
 @batched
@@ -422,6 +411,8 @@ def _logsumexp_vjp(node, grads):
     return (g * (x - out).exp(),)
 
 
+@op("logsumexp", "reduction", node="LogsumexpBackward0", vjp=_logsumexp_vjp, saves=("x", "out"),
+    variants=FM, kernels=CPU)
 def logsumexp(input, dim, keepdim=False):
     x = input
     if x._dtype.category < 2:
@@ -431,14 +422,8 @@ def logsumexp(input, dim, keepdim=False):
     r, _ = _run(K.logsumexp_fwd_cpu, a, dims, keepdim, a.dtype)
     if r is None:
         r = np.full(out_shape(x._data.shape, dims, keepdim), -np.inf, a.dtype)
-    r = np.asarray(r).astype(x._data.dtype, copy=False)
-    if needs_grad((x,)):
-        node = new_node("LogsumexpBackward0", (x,), _logsumexp_vjp, {"x": x},
-                        (x._data.shape, dims, keepdim))
-        t = _make(r, node)
-        save_output(node, "out", t)
-        return t
-    return _make(r)
+    return logsumexp.op.record(np.asarray(r).astype(x._data.dtype, copy=False), (x,),
+                               attrs=(x._data.shape, dims, keepdim))
 
 
 @batched
@@ -448,6 +433,7 @@ def _cumsum_vjp(node, grads):
     return (grads[0].flip(dim).cumsum(dim).flip(dim),)
 
 
+@op("cumsum", "reduction", node="CumsumBackward0", vjp=_cumsum_vjp, variants=FM, kernels=CPU)
 def cumsum(input, dim, *, dtype=None):
     x = input
     d = _wrap_dim(dim, x._data.ndim)
@@ -467,10 +453,11 @@ def cumsum(input, dim, *, dtype=None):
             r = np.moveaxis(r, -1, d)
         else:
             r = o3.reshape(a.shape)
-    return result(np.ascontiguousarray(r).astype(od.np, copy=False), "CumsumBackward0", (x,),
-                  _cumsum_vjp, attrs=(d,))
+    return cumsum.op.record(np.ascontiguousarray(r).astype(od.np, copy=False), (x,),
+                            attrs=(d,))
 
 
+@op("all", "reduction", variants=FM)
 def all(input, dim=None, keepdim=False):  # noqa: A001
     if dim is None:
         return _make(np.asarray(np.all(input._data)))
@@ -478,23 +465,9 @@ def all(input, dim=None, keepdim=False):  # noqa: A001
                                    keepdims=keepdim)))
 
 
+@op("any", "reduction", variants=FM)
 def any(input, dim=None, keepdim=False):  # noqa: A001
     if dim is None:
         return _make(np.asarray(np.any(input._data)))
     return _make(np.asarray(np.any(input._data, axis=_dims(dim, input._data.ndim),
                                    keepdims=keepdim)))
-
-
-for _name, _node in [("sum", "SumBackward0"), ("mean", "MeanBackward0"), ("prod", "ProdBackward0"),
-                     ("amax", "AmaxBackward0"), ("amin", "AminBackward0"),
-                     ("max", "MaxBackward1"), ("min", "MinBackward1"), ("argmax", None),
-                     ("argmin", None), ("var", "VarBackward0"), ("std", "StdBackward0"),
-                     ("norm", "LinalgVectorNormBackward0"), ("logsumexp", "LogsumexpBackward0"),
-                     ("cumsum", "CumsumBackward0"), ("all", None), ("any", None)]:
-    register(OpDef(_name, "reduction", node=_node, inplace=False))
-
-# forward-mode AD: tangents through the transposed VJP (one flag check when not in use)
-from ..autograd.forward_ad import with_jvp as _with_jvp  # noqa: E402
-
-for _n in "sum mean prod amax amin max min var std norm logsumexp cumsum".split():
-    globals()[_n] = _with_jvp(globals()[_n])

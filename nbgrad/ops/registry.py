@@ -1,54 +1,240 @@
-"""OpDef and the REGISTRY dict; node classes named like PyTorch's (``MulBackward0``).
+"""The op registry: one ``OpDef`` per op declares its whole surface and its derivative.
+
+An op is declared once, either as a formula line in ops/pointwise.py or with ``@op(...)`` on its
+forward function.  From the declaration come: the public function (``nbgrad.<name>`` and its
+aliases), the ``Tensor`` method, the in-place method ``<name>_``, the ``out=`` keyword, the
+node classes (one name per overload), what is saved, the backward (``vjp``) and the forward-mode
+rule.  ``_tensor_methods.py`` and ``nbgrad/__init__.py`` install the surface from REGISTRY;
+tests/test_registry.py fails for any declared variant that is missing.
 
 NOTE [formula vocabulary]: pointwise formulas and partial derivatives are expression strings over
 the argument names (``x``, ``y``, ``z``), ``out`` (the result), the op's scalar attributes, and
-the names exported by kernels/scalar.py.  What an op saves for backward is inferred from the names
-its partials use, as PyTorch's codegen infers it from derivatives.yaml.
+the kernel vocabulary.  What a pointwise op saves is inferred from the names its partials use, as
+PyTorch's codegen infers it from derivatives.yaml; a structured op declares ``saves``.
 """
-from ..autograd.graph import Node
+import functools
+import traceback
+
+import numpy as np
+
+from .. import _flags
+from .._tensor import Tensor
+from ..autograd.graph import Node, SavedOutput, SavedTensor, edge, next_seq
+from ..grad_mode import STATE
+from ..autograd.anomaly_mode import STATE as _anomaly
 from ..kernels.pointwise import names_in
 
 REGISTRY = {}
 _NODE_CLASSES = {}
 
+# variants: where an op appears besides the registry
+FUNCTION, METHOD, INPLACE, OUT = "function", "method", "inplace", "out"
+# forward-mode rules: tangents from the registry partials (pointwise ops, in dispatch), by
+# applying the op to the tangent (ops linear in their first argument), by transposing the VJP
+# (any other differentiable op), or none needed (no gradient, or a composite of other ops)
+ELEMENTWISE, LINEAR, TRANSPOSE, COMPOSITE = "elementwise", "linear", "transpose", "composite"
+FORWARD_RULES = {}  # rule -> fn(impl) -> forward-mode impl; filled by autograd.forward_ad
+
 
 class OpDef:
-    """One op.  ``kind`` is 'pointwise' (formula + partials) or 'structured' (Python forward
-    over arrays/kernels and a ``vjp`` written in nbgrad ops)."""
+    """One op.  ``kind``: 'pointwise' (formula + partials, kernels generated), 'compare' (no
+    gradient, numpy ufunc) or a family name for ops with a Python forward over kernels and a
+    ``vjp`` written in nbgrad ops ('reduction', 'shape', 'indexing', 'linalg', 'softmax', 'nn')."""
 
-    __slots__ = ("name", "kind", "node", "formula", "partials", "args", "attrs", "saves",
-                 "rule", "numpy", "method", "inplace", "hints", "differentiable",
-                 "vjp", "jvp", "bool_args", "notes", "kernels")
+    __slots__ = ("name", "kind", "node", "nodes", "formula", "partials", "args", "attrs",
+                 "saves", "rule", "numpy", "variants", "aliases", "hints", "differentiable",
+                 "vjp", "jvp", "bool_args", "kernels", "fn", "impl", "_forward_mode", "_cache")
 
     def __init__(self, name, kind, *, node=None, formula=None, partials=(), args=("x",),
-                 attrs=(), rule="promote", numpy=None, method=True, inplace=True, vjp=None,
-                 jvp=None, bool_args=(), notes="", **hints):
+                 attrs=(), rule="promote", numpy=None, variants=(), aliases=(), vjp=None,
+                 jvp=None, saves=None, bool_args=(), kernels=None, **hints):
         self.name = name
         self.kind = kind
-        self.node = node_class(node) if node else None
+        # node: one name, or {overload: name} when overloads record different nodes
+        names = node if isinstance(node, dict) else ({None: node} if node else {})
+        self.nodes = {k: node_class(v) for k, v in names.items()}
+        self.node = next(iter(self.nodes.values()), None)
         self.formula = formula
         self.partials = tuple(partials)
         self.args = tuple(args)
         self.attrs = tuple(attrs)
         self.rule = rule
         self.numpy = numpy
-        self.method = method
-        self.inplace = inplace
+        self.variants = frozenset(variants)
+        self.aliases = tuple(aliases)
         self.hints = hints  # test hints: domain, domain_y, kinks
         self.vjp = vjp
-        self.jvp = jvp
         self.bool_args = tuple(bool_args)
-        self.notes = notes
-        self.differentiable = bool(node)
-        self.kernels = {}  # (compute dtype, with attrs) -> forward kernel, filled on first use
-        used = set()
-        for p in self.partials:
-            if p is not None:
-                used |= names_in(p)
-        self.saves = tuple(n for n in self.args + ("out",) if n in used)
+        self.differentiable = bool(self.nodes)
+        self.jvp = jvp or (ELEMENTWISE if kind == "pointwise" else
+                           TRANSPOSE if self.differentiable else COMPOSITE)
+        self.kernels = kernels or {}   # device -> kernel module (structured ops)
+        self.fn = None                 # the public function, set by define()
+        self.impl = None
+        self._forward_mode = None
+        self._cache = {}  # pointwise: (compute dtype, with attrs) -> forward kernel
+        if saves is None:  # pointwise: what the partials read
+            used = set()
+            for p in self.partials:
+                if p is not None:
+                    used |= names_in(p)
+            saves = tuple(n for n in self.args + ("out",) if n in used)
+        self.saves = saves if isinstance(saves, dict) else tuple(saves)  # or per overload
 
     def __repr__(self):
         return "OpDef(%r)" % self.name
+
+    @property
+    def public_names(self):
+        return (self.name,) + self.aliases
+
+    def define(self, impl):
+        """Make ``impl`` this op's public function: adds ``out=`` when declared and the
+        forward-mode rule (one flag check while no dual level is active)."""
+        self.impl = impl
+        impl.op = self
+        fwd = self.jvp if self.jvp in (LINEAR, TRANSPOSE) else None
+        if fwd is None and OUT not in self.variants:
+            self.fn = impl
+            return impl
+        op = self
+
+        if OUT in self.variants:
+            def public(*args, out=None, **kwargs):
+                res = op._call(args, kwargs) if _flags.FWD and fwd else impl(*args, **kwargs)
+                return res if out is None else write_out(res, out, op.name)
+        else:
+            def public(*args, **kwargs):
+                if _flags.FWD:
+                    return op._call(args, kwargs)
+                return impl(*args, **kwargs)
+        self.fn = functools.wraps(impl)(public)
+        self.fn.op = self
+        return self.fn
+
+    def _call(self, args, kwargs):
+        f = self._forward_mode
+        if f is None:
+            f = self._forward_mode = FORWARD_RULES[self.jvp](self.impl)
+        return f(*args, **kwargs)
+
+    def record(self, arr, inputs, *, overload=None, attrs=None, saved=None, view_of=None):
+        """Wrap the forward result ``arr`` and, when an input requires grad, record this op's
+        node (of ``overload``) with its declared saves; see ``record``."""
+        slots = inputs
+        if self.bool_args:  # masks and conditions take no gradient
+            slots = [None if n in self.bool_args else t for n, t in zip(self.args, inputs)]
+        return record(arr, self.nodes.get(overload), slots, _pick(self.vjp, overload),
+                      attrs=attrs, saved=saved, view_of=view_of,
+                      saves=[(n, inputs[self.args.index(n)] if n != "out" else None)
+                             for n in _pick(self.saves, overload)])
+
+
+def record(arr, cls, inputs, vjp, *, attrs=None, saved=None, view_of=None, saves=()):
+    """The one recorder: wrap ``arr`` (an array, or a tuple of arrays for several outputs) and,
+    when grad mode is on and an input requires grad, create the node of class ``cls``.
+
+    ``inputs`` are the node's input slots (Tensors, or None for slots without a gradient);
+    ``saves`` is ``[(name, value)]`` with value None for ``out`` (the result itself); ``saved``
+    adds other values by name; ``view_of``: the result is a view of that tensor (it shares its
+    version counter and base).
+    """
+    multi = type(arr) is tuple
+    if not (STATE.enabled and any(isinstance(t, Tensor) and t._requires_grad for t in inputs)):
+        if multi:
+            return tuple(Tensor._make(_arr(a)) for a in arr)
+        if view_of is None:
+            return Tensor._make(_arr(arr))
+        return _view(arr, None, view_of)
+    node = new_node(cls, inputs, vjp, attrs)
+    if multi:
+        node._nout = len(arr)
+        outs = tuple(Tensor._make(_arr(a), node, i) for i, a in enumerate(arr))
+    elif view_of is None:
+        outs = Tensor._make(_arr(arr), node, 0)
+    else:
+        outs = _view(arr, node, view_of)
+    s = {}
+    for name, value in saves:
+        s[name] = SavedOutput(outs) if name == "out" else (
+            SavedTensor(value) if isinstance(value, Tensor) else value)
+    if saved:
+        for k, v in saved.items():
+            s[k] = SavedTensor(v) if isinstance(v, Tensor) else v
+    node.saved = s or None
+    return outs
+
+
+def result(arr, name, inputs, vjp, saved=None, attrs=None):
+    """``record`` for nodes that are no registry op (backward helpers, copies) by node name."""
+    return record(arr, node_class(name), inputs, vjp, attrs=attrs, saved=saved)
+
+
+def _arr(a):
+    return a if type(a) is np.ndarray else np.asarray(a)
+
+
+def _pick(v, overload):
+    return v[overload] if isinstance(v, dict) else v
+
+
+def _view(arr, node, x):
+    base = x._base if x._base is not None else x
+    t = Tensor._make(_arr(arr), node, 0, x._vc, base)
+    if node is None and x._requires_grad:
+        # a view made under no_grad still requires grad (PyTorch); an in-place op on it later
+        # with grad enabled is an error (autograd.inplace.check_inplace)
+        t._requires_grad = True
+        t._view_no_grad = True
+    return t
+
+
+def new_node(cls, inputs, vjp, attrs=None):
+    """A node of class ``cls`` whose input slots are ``inputs`` (Tensors, or None for slots that
+    take no gradient).  The one node recorder; dispatch's two hot-path inlines (``binary``,
+    ``unary``) set the same fields (NOTE [per-op cost])."""
+    node = cls.__new__(cls)
+    nf, meta = [], []
+    for t in inputs:
+        if isinstance(t, Tensor):
+            nf.append(edge(t))
+            meta.append((t._data.shape, t._dtype))
+        else:
+            nf.append((None, 0))
+            meta.append(None)
+    node.next_functions = tuple(nf)
+    node._in_meta = tuple(meta)
+    node._seq = next_seq()
+    node.op = vjp
+    node.attrs = attrs
+    node.saved = None
+    if _flags.TAPS:
+        taps(node)
+    return node
+
+
+def taps(node):
+    """What listeners need from every new node (today: anomaly mode's forward trace)."""
+    if _anomaly.enabled:
+        node._trace = traceback.extract_stack()[:-3]
+
+
+def write_out(res, out, name):
+    """The ``out=`` variant: copy into ``out`` (resized if empty), bump its version."""
+    if out is None:
+        return res
+    if STATE.enabled and (res._requires_grad or out._requires_grad):
+        raise RuntimeError("%s(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad." % name)
+    if out._data.shape != res._data.shape:
+        if out._data.size == 0:
+            out._data = np.empty(res._data.shape, out._data.dtype)
+        else:
+            raise RuntimeError("output with shape %s doesn't match the broadcast shape %s"
+                               % (list(out._data.shape), list(res._data.shape)))
+    out._data[...] = res._data
+    out._vc[0] += 1
+    return out
 
 
 class FnNode(Node):
@@ -110,3 +296,29 @@ def register(op):
         raise ValueError("op %r registered twice" % op.name)
     REGISTRY[op.name] = op
     return op
+
+
+def op(name, kind, **decl):
+    """Decorator: declare op ``name`` (see OpDef) with the function below as its forward and
+    public function; returns the public function."""
+    def deco(impl):
+        return register(OpDef(name, kind, **decl)).define(impl)
+    return deco
+
+
+def internal_op(name, kind, **decl):
+    """``op`` for a helper op that is no public surface (a backward built from other ops'
+    backwards): declared the same way, but not in REGISTRY."""
+    def deco(impl):
+        return OpDef(name, kind, **decl).define(impl)
+    return deco
+
+
+def implements(name):
+    """Decorator: the function below is the public function of the already declared ``name``
+    (a pointwise op whose PyTorch signature needs more than the generated one)."""
+    def deco(impl):
+        op = REGISTRY[name]
+        op.fn = op.impl = impl  # takes out= itself; pointwise forward mode is in dispatch
+        return impl
+    return deco

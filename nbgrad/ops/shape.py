@@ -7,22 +7,11 @@ import numpy as np
 from .. import dtypes as _dt
 from .._tensor import Tensor, _wrap_dim
 from ..autograd.batching import BATCH, batched, lead, sum_to
-from .dispatch import needs_grad, new_node, result, results
-from .registry import OpDef, register
+from ..creation import zeros
+from .registry import FUNCTION, INPLACE, METHOD, OUT, TRANSPOSE, op
 
 _make = Tensor._make
-
-
-def view_result(arr, name, x, vjp, attrs=None):
-    base = x._base if x._base is not None else x
-    node = new_node(name, (x,), vjp, None, attrs) if needs_grad((x,)) else None
-    t = _make(arr, node, 0, x._vc, base)
-    if node is None and x._requires_grad:
-        # a view made under no_grad still requires grad (PyTorch); in-place on it later with
-        # grad enabled is an error (see ops.api.check_inplace)
-        t._requires_grad = True
-        t._view_no_grad = True
-    return t
+F, M, FM = (FUNCTION,), (METHOD,), (FUNCTION, METHOD)
 
 
 def _size_args(shape):
@@ -66,6 +55,7 @@ def _reshape_vjp(node, grads):
     return (g.reshape(lead(g) + node.attrs[0]),)
 
 
+@op("view", "shape", node="ViewBackward0", vjp=_reshape_vjp, variants=M)
 def view(input, *shape):
     if len(shape) == 1 and isinstance(shape[0], (_dt.dtype, type)) or (
             len(shape) == 1 and isinstance(shape[0], str)):
@@ -76,7 +66,7 @@ def view(input, *shape):
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
                            "least one dimension spans across two contiguous subspaces). Use "
                            ".reshape(...) instead.")
-    return view_result(v, "ViewBackward0", input, _reshape_vjp, (input._data.shape,))
+    return view.op.record(v, (input,), view_of=input, attrs=(input._data.shape,))
 
 
 def view_dtype(input, dtype):
@@ -84,15 +74,19 @@ def view_dtype(input, dtype):
     return _make(input._data.view(d.np), None, 0, input._vc, input._base or input)
 
 
+@op("reshape", "shape", node={"view": "ViewBackward0", "copy": "UnsafeViewBackward0"},
+    vjp=_reshape_vjp, variants=FM)
 def reshape(input, *shape):
     shape = _infer(_size_args(shape), input._data.size)
     v = _try_view(input._data, shape)
     if v is not None:
-        return view_result(v, "ViewBackward0", input, _reshape_vjp, (input._data.shape,))
-    return result(input._data.reshape(shape), "UnsafeViewBackward0", (input,), _reshape_vjp,
-                  attrs=(input._data.shape,))
+        return reshape.op.record(v, (input,), overload="view", view_of=input,
+                                 attrs=(input._data.shape,))
+    return reshape.op.record(input._data.reshape(shape), (input,), overload="copy",
+                             attrs=(input._data.shape,))
 
 
+@op("flatten", "shape", variants=FM, jvp=TRANSPOSE)
 def flatten(input, start_dim=0, end_dim=-1):
     nd = input._data.ndim
     if nd == 0:
@@ -107,23 +101,27 @@ def flatten(input, start_dim=0, end_dim=-1):
     return reshape(input, shape[:s] + (-1,) + shape[e + 1:])
 
 
+@op("unflatten", "shape", variants=FM, jvp=TRANSPOSE)
 def unflatten(input, dim, sizes):
     d = _wrap_dim(dim, input._data.ndim)
     shape = input._data.shape
     return reshape(input, shape[:d] + tuple(sizes) + shape[d + 1:])
 
 
+@op("squeeze", "shape", node={None: "SqueezeBackward0", "dim": "SqueezeBackward1",
+                              "dims": "SqueezeBackward2"}, vjp=_reshape_vjp, variants=FM)
 def squeeze(input, dim=None):
     shape = input._data.shape
     if dim is None:
         new = tuple(s for s in shape if s != 1)
-        name = "SqueezeBackward0"
+        overload = None
     else:
         dims = dim if isinstance(dim, (tuple, list)) else (dim,)
         dims = {_wrap_dim(d, len(shape)) for d in dims}
         new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
-        name = "SqueezeBackward1" if not isinstance(dim, (tuple, list)) else "SqueezeBackward2"
-    return view_result(input._data.reshape(new), name, input, _reshape_vjp, (shape,))
+        overload = "dims" if isinstance(dim, (tuple, list)) else "dim"
+    return squeeze.op.record(input._data.reshape(new), (input,), overload=overload,
+                             view_of=input, attrs=(shape,))
 
 
 @batched
@@ -131,10 +129,11 @@ def _unsqueeze_vjp(node, grads):
     return (grads[0].squeeze(node.attrs[0] + BATCH.dims),)
 
 
+@op("unsqueeze", "shape", node="UnsqueezeBackward0", vjp=_unsqueeze_vjp, variants=FM)
 def unsqueeze(input, dim):
     d = _wrap_dim(dim, input._data.ndim + 1)
-    return view_result(np.expand_dims(input._data, d), "UnsqueezeBackward0", input,
-                       _unsqueeze_vjp, (d,))
+    return unsqueeze.op.record(np.expand_dims(input._data, d), (input,), view_of=input,
+                               attrs=(d,))
 
 
 @batched
@@ -143,14 +142,13 @@ def _transpose_vjp(node, grads):
     return (grads[0].transpose(a + BATCH.dims, b + BATCH.dims),)
 
 
+@op("transpose", "shape", node="TransposeBackward0", vjp=_transpose_vjp, variants=FM,
+    aliases=("swapaxes", "swapdims"))
 def transpose(input, dim0, dim1):
     nd = input._data.ndim
     a, b = _wrap_dim(dim0, nd), _wrap_dim(dim1, nd)
-    return view_result(np.swapaxes(input._data, a, b), "TransposeBackward0", input,
-                       _transpose_vjp, (a, b))
-
-
-swapaxes = swapdims = transpose
+    return transpose.op.record(np.swapaxes(input._data, a, b), (input,), view_of=input,
+                               attrs=(a, b))
 
 
 @batched
@@ -159,11 +157,12 @@ def _t_vjp(node, grads):
     return (g.transpose(-1, -2) if g.ndim - BATCH.dims == 2 else g,)
 
 
+@op("t", "shape", node="TBackward0", vjp=_t_vjp, variants=FM)
 def t(input):
     if input._data.ndim > 2:
         raise RuntimeError("t() expects a tensor with <= 2 dimensions, but self is %dD"
                            % input._data.ndim)
-    return view_result(input._data.T, "TBackward0", input, _t_vjp)
+    return t.op.record(input._data.T, (input,), view_of=input)
 
 
 @batched
@@ -172,6 +171,7 @@ def _permute_vjp(node, grads):
     return (grads[0].permute(*range(nb), *[d + nb for d in node.attrs[0]]),)
 
 
+@op("permute", "shape", node="PermuteBackward0", vjp=_permute_vjp, variants=FM)
 def permute(input, *dims):
     dims = _size_args(dims)
     nd = input._data.ndim
@@ -183,10 +183,10 @@ def permute(input, *dims):
     if len(set(dims)) != nd:
         raise RuntimeError("permute(): duplicate dims are not allowed.")
     inv = tuple(int(i) for i in np.argsort(dims))
-    return view_result(input._data.transpose(dims), "PermuteBackward0", input, _permute_vjp,
-                       (inv,))
+    return permute.op.record(input._data.transpose(dims), (input,), view_of=input, attrs=(inv,))
 
 
+@op("movedim", "shape", variants=FM, aliases=("moveaxis",), jvp=TRANSPOSE)
 def movedim(input, source, destination):
     nd = input._data.ndim
     order = list(range(nd))
@@ -202,14 +202,12 @@ def movedim(input, source, destination):
     return permute(input, *perm)
 
 
-moveaxis = movedim
-
-
 @batched
 def _expand_vjp(node, grads):
     return (sum_to(grads[0], node.attrs[0], BATCH.dims),)
 
 
+@op("expand", "shape", node="ExpandBackward0", vjp=_expand_vjp, variants=M)
 def expand(input, *sizes):
     sizes = _size_args(sizes)
     shape = input._data.shape
@@ -242,31 +240,26 @@ def expand(input, *sizes):
                                                             src.strides)]
     arr = np.lib.stride_tricks.as_strided(src, tuple(target), tuple(strides),
                                           writeable=src.flags.writeable)
-    return view_result(arr, "ExpandBackward0", input, _expand_vjp, (shape,))
+    return expand.op.record(arr, (input,), view_of=input, attrs=(shape,))
 
 
+@op("expand_as", "shape", variants=M, jvp=TRANSPOSE)
 def expand_as(input, other):
     return expand(input, *other._data.shape)
 
 
+@op("broadcast_to", "shape", variants=FM, jvp=TRANSPOSE)
 def broadcast_to(input, size):
     return expand(input, *size)
 
 
+@op("broadcast_tensors", "shape", variants=F)
 def broadcast_tensors(*tensors):
     shape = np.broadcast_shapes(*[t._data.shape for t in tensors])
     return tuple(expand(t, *shape) for t in tensors)
 
 
-@batched
-def _sum_to_vjp(node, grads):
-    g, shape = grads[0], node.attrs[0]
-    b = lead(g)
-    if b:
-        g = g.reshape(b + (1,) * (len(shape) + len(b) - g.ndim) + g.shape[len(b):])
-    return (g.expand(*(b + shape)),)
-
-
+@op("sum_to_size", "shape", variants=M, jvp=TRANSPOSE)
 def sum_to_size(input, *size):
     """Sum ``input`` down to ``size`` (the inverse of broadcasting; ``batching.sum_to``)."""
     return sum_to(input, _size_args(size), 0)
@@ -275,7 +268,6 @@ def sum_to_size(input, *size):
 @batched
 def _split_vjp(node, grads):
     dim, sizes, shape, dtype = node.attrs
-    from ..creation import zeros
     b = lead(next(g for g in grads if g is not None))
     parts = []
     for g, n in zip(grads, sizes):
@@ -287,6 +279,8 @@ def _split_vjp(node, grads):
     return (cat(parts, dim + len(b)),)
 
 
+@op("split", "shape", node={"size": "SplitBackward0", "sizes": "SplitWithSizesBackward0"},
+    vjp=_split_vjp, variants=FM)
 def split(tensor, split_size_or_sections, dim=0):
     d = _wrap_dim(dim, tensor._data.ndim)
     n = tensor._data.shape[d]
@@ -304,10 +298,9 @@ def split(tensor, split_size_or_sections, dim=0):
                                % (n, d, sizes))
     idx = np.cumsum(sizes)[:-1]
     parts = np.split(tensor._data, idx, axis=d)
-    name = "SplitBackward0" if isinstance(split_size_or_sections, numbers.Integral) else \
-        "SplitWithSizesBackward0"
-    outs = results(parts, name, (tensor,), _split_vjp,
-                   attrs=(d, sizes, tensor._data.shape, tensor._dtype))
+    overload = "size" if isinstance(split_size_or_sections, numbers.Integral) else "sizes"
+    outs = split.op.record(tuple(parts), (tensor,), overload=overload,
+                           attrs=(d, sizes, tensor._data.shape, tensor._dtype))
     base = tensor._base if tensor._base is not None else tensor
     for o in outs:
         o._vc = tensor._vc
@@ -315,6 +308,7 @@ def split(tensor, split_size_or_sections, dim=0):
     return outs
 
 
+@op("chunk", "shape", variants=FM, jvp=TRANSPOSE)
 def chunk(input, chunks, dim=0):
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: %d" % chunks)
@@ -326,19 +320,17 @@ def chunk(input, chunks, dim=0):
 @batched
 def _unbind_vjp(node, grads):
     dim, shape, dtype = node.attrs
-    from ..creation import zeros
     b = lead(next(g for g in grads if g is not None))
     s = b + shape[:dim] + shape[dim + 1:]
     return (stack([g if g is not None else zeros(*s, dtype=dtype) for g in grads],
                   dim + len(b)),)
 
 
+@op("unbind", "shape", node="UnbindBackward0", vjp=_unbind_vjp, variants=FM)
 def unbind(input, dim=0):
     d = _wrap_dim(dim, input._data.ndim)
-    parts = [np.take(input._data, i, axis=d) for i in range(input._data.shape[d])]
-    outs = results(parts, "UnbindBackward0", (input,), _unbind_vjp,
-                   attrs=(d, input._data.shape, input._dtype))
-    return outs
+    parts = tuple(np.take(input._data, i, axis=d) for i in range(input._data.shape[d]))
+    return unbind.op.record(parts, (input,), attrs=(d, input._data.shape, input._dtype))
 
 
 @batched
@@ -353,7 +345,9 @@ def _cat_vjp(node, grads):
     return tuple(out)
 
 
-def cat(tensors, dim=0, *, out=None):
+@op("cat", "shape", node="CatBackward0", vjp=_cat_vjp, variants=(FUNCTION, OUT),
+    aliases=("concat", "concatenate"))
+def cat(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
@@ -376,14 +370,7 @@ def cat(tensors, dim=0, *, out=None):
     arr = np.concatenate([t._data.astype(dt.np, copy=False) for t in nonempty], axis=d) \
         if nonempty else np.empty((0,), dt.np)
     sizes = [t._data.shape[d] if id(t) in keep else 0 for t in tensors]
-    res = result(arr, "CatBackward0", tensors, _cat_vjp, attrs=(d, sizes))
-    if out is not None:
-        from .api import write_out
-        return write_out(res, out, "cat")
-    return res
-
-
-concat = concatenate = cat
+    return cat.op.record(arr, tensors, attrs=(d, sizes))
 
 
 @batched
@@ -392,7 +379,8 @@ def _stack_vjp(node, grads):
     return tuple(grads[0].unbind(dim + BATCH.dims))
 
 
-def stack(tensors, dim=0, *, out=None):
+@op("stack", "shape", node="StackBackward0", vjp=_stack_vjp, variants=(FUNCTION, OUT))
+def stack(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
@@ -406,7 +394,7 @@ def stack(tensors, dim=0, *, out=None):
     for t in tensors[1:]:
         dt = _dt.promote_types(dt, t._dtype)
     arr = np.stack([t._data.astype(dt.np, copy=False) for t in tensors], axis=d)
-    return result(arr, "StackBackward0", tensors, _stack_vjp, attrs=(d,))
+    return stack.op.record(arr, tensors, attrs=(d,))
 
 
 @batched
@@ -414,12 +402,13 @@ def _flip_vjp(node, grads):
     return (grads[0].flip(tuple(d + BATCH.dims for d in node.attrs[0])),)
 
 
+@op("flip", "shape", node="FlipBackward0", vjp=_flip_vjp, variants=FM)
 def flip(input, dims):
     dims = dims if isinstance(dims, (list, tuple)) else (dims,)
     nd = input._data.ndim
     dims = tuple(_wrap_dim(d, nd) for d in dims)
-    return result(np.ascontiguousarray(np.flip(input._data, dims)), "FlipBackward0", (input,),
-                  _flip_vjp, attrs=(dims,))
+    return flip.op.record(np.ascontiguousarray(np.flip(input._data, dims)), (input,),
+                          attrs=(dims,))
 
 
 def _roll_vjp(node, grads):
@@ -428,21 +417,22 @@ def _roll_vjp(node, grads):
     return (grads[0].roll(neg if dims is not None else neg[0], dims),)
 
 
+@op("roll", "shape", node="RollBackward0", vjp=_roll_vjp, variants=FM)
 def roll(input, shifts, dims=None):
     if dims is None:
-        return result(np.roll(input._data, shifts), "RollBackward0", (input,), _roll_vjp,
-                      attrs=((shifts if not isinstance(shifts, (list, tuple)) else shifts[0],),
-                             None))
+        return roll.op.record(np.roll(input._data, shifts), (input,),
+                              attrs=((shifts if not isinstance(shifts, (list, tuple))
+                                      else shifts[0],), None))
     shifts = tuple(shifts) if isinstance(shifts, (list, tuple)) else (shifts,)
     dims = tuple(dims) if isinstance(dims, (list, tuple)) else (dims,)
     if len(shifts) != len(dims):
         raise RuntimeError("shifts and dimensions must align. shifts: %d, dims:%d"
                            % (len(shifts), len(dims)))
     dims = tuple(_wrap_dim(d, input._data.ndim) for d in dims)
-    return result(np.roll(input._data, shifts, dims), "RollBackward0", (input,), _roll_vjp,
-                  attrs=(shifts, dims))
+    return roll.op.record(np.roll(input._data, shifts, dims), (input,), attrs=(shifts, dims))
 
 
+@op("narrow", "shape", variants=FM, jvp=TRANSPOSE)
 def narrow(input, dim, start, length):
     d = _wrap_dim(dim, input._data.ndim)
     n = input._data.shape[d]
@@ -454,7 +444,7 @@ def narrow(input, dim, start, length):
         raise RuntimeError("start (%d) + length (%d) exceeds dimension size (%d)."
                            % (start, length, n))
     idx = (slice(None),) * d + (slice(start, start + length),)
-    from .indexing import basic_index
+    from .indexing import basic_index  # cycle: indexing builds on shape's views
     return basic_index(input, idx, "SliceBackward0")
 
 
@@ -464,18 +454,18 @@ def _tri_vjp(node, grads):
     return (grads[0].triu(k) if upper else grads[0].tril(k),)
 
 
+@op("tril", "shape", node="TrilBackward0", vjp=_tri_vjp, variants=(FUNCTION, METHOD, INPLACE))
 def tril(input, diagonal=0):
     if input._data.ndim < 2:
         raise RuntimeError("tril: input tensor must have at least 2 dimensions")
-    return result(np.tril(input._data, diagonal), "TrilBackward0", (input,), _tri_vjp,
-                  attrs=(False, diagonal))
+    return tril.op.record(np.tril(input._data, diagonal), (input,), attrs=(False, diagonal))
 
 
+@op("triu", "shape", node="TriuBackward0", vjp=_tri_vjp, variants=(FUNCTION, METHOD, INPLACE))
 def triu(input, diagonal=0):
     if input._data.ndim < 2:
         raise RuntimeError("triu: input tensor must have at least 2 dimensions")
-    return result(np.triu(input._data, diagonal), "TriuBackward0", (input,), _tri_vjp,
-                  attrs=(True, diagonal))
+    return triu.op.record(np.triu(input._data, diagonal), (input,), attrs=(True, diagonal))
 
 
 @batched
@@ -483,15 +473,16 @@ def _clone_vjp(node, grads):
     return (grads[0],)
 
 
+@op("clone", "shape", node="CloneBackward0", vjp=_clone_vjp, variants=FM)
 def clone(input, *, memory_format=None):
-    return result(np.array(input._data, copy=True, order="K"), "CloneBackward0", (input,),
-                  _clone_vjp)
+    return clone.op.record(np.array(input._data, copy=True, order="K"), (input,))
 
 
+@op("contiguous", "shape", node="CloneBackward0", vjp=_clone_vjp, variants=M)
 def contiguous(input, memory_format=None):
     if input._data.flags.c_contiguous:
         return input
-    return result(np.ascontiguousarray(input._data), "CloneBackward0", (input,), _clone_vjp)
+    return contiguous.op.record(np.ascontiguousarray(input._data), (input,))
 
 
 @batched
@@ -499,6 +490,7 @@ def _to_vjp(node, grads):
     return (grads[0].to(node.attrs[0]),)
 
 
+@op("to", "shape", node="ToCopyBackward0", vjp=_to_vjp)  # Tensor.to parses its arguments
 def to_dtype(input, dtype, copy=False):
     d = _dt.as_dtype(dtype)
     if d is input._dtype and not copy:
@@ -506,7 +498,7 @@ def to_dtype(input, dtype, copy=False):
     arr = input._data.astype(d.np)
     if d.category < 2:
         return _make(arr)
-    return result(arr, "ToCopyBackward0", (input,), _to_vjp, attrs=(input._dtype,))
+    return to_dtype.op.record(arr, (input,), attrs=(input._dtype,))
 
 
 def _repeat_vjp(node, grads):
@@ -519,38 +511,14 @@ def _repeat_vjp(node, grads):
     for r, s in zip(reps, full):
         split_shape += [r, s]
     g = g.reshape(*split_shape)
-    from .reduction import sum as _sum
-    g = _sum(g, tuple(range(0, 2 * len(reps), 2)))
+    g = g.sum(tuple(range(0, 2 * len(reps), 2)))
     return (g.reshape(shape),)
 
 
+@op("repeat", "shape", node="RepeatBackward0", vjp=_repeat_vjp, variants=M)
 def repeat(input, *sizes):
     reps = _size_args(sizes)
     if len(reps) < input._data.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
                            "dimensions of tensor")
-    return result(np.tile(input._data, reps), "RepeatBackward0", (input,), _repeat_vjp,
-                  attrs=(input._data.shape, reps))
-
-
-for _name, _node in [("view", "ViewBackward0"), ("reshape", "ViewBackward0"),
-                     ("flatten", "ViewBackward0"), ("squeeze", "SqueezeBackward0"),
-                     ("unsqueeze", "UnsqueezeBackward0"), ("transpose", "TransposeBackward0"),
-                     ("permute", "PermuteBackward0"), ("t", "TBackward0"),
-                     ("expand", "ExpandBackward0"), ("broadcast_to", "ExpandBackward0"),
-                     ("expand_as", "ExpandBackward0"), ("cat", "CatBackward0"),
-                     ("stack", "StackBackward0"), ("split", "SplitBackward0"),
-                     ("chunk", "SplitBackward0"), ("unbind", "UnbindBackward0"),
-                     ("flip", "FlipBackward0"), ("roll", "RollBackward0"),
-                     ("narrow", "SliceBackward0"), ("tril", "TrilBackward0"),
-                     ("triu", "TriuBackward0"), ("clone", "CloneBackward0"),
-                     ("contiguous", "CloneBackward0"), ("to", "ToCopyBackward0"),
-                     ("repeat", "RepeatBackward0"), ("sum_to_size", "SumToSizeBackward0"),
-                     ("movedim", "PermuteBackward0")]:
-    register(OpDef(_name, "shape", node=_node, inplace=False))
-
-# forward-mode AD: tangents through the transposed VJP (one flag check when not in use)
-from ..autograd.forward_ad import with_jvp as _with_jvp  # noqa: E402
-
-for _n in "swapaxes swapdims moveaxis concat concatenate view reshape flatten unflatten squeeze unsqueeze transpose t permute movedim expand expand_as broadcast_to sum_to_size split chunk unbind cat stack flip roll narrow tril triu clone contiguous to_dtype repeat".split():
-    globals()[_n] = _with_jvp(globals()[_n])
+    return repeat.op.record(np.tile(input._data, reps), (input,), attrs=(input._data.shape, reps))

@@ -6,9 +6,8 @@ from .._tensor import Tensor, _wrap_dim
 from ..autograd.batching import BATCH, batched
 from ..grad_mode import STATE
 from ..kernels.cpu import softmax as K
-from .dispatch import needs_grad, new_node, save_output
 from .reduction import to3d
-from .registry import OpDef, register
+from .registry import FUNCTION, METHOD, op
 
 _make = Tensor._make
 
@@ -43,7 +42,7 @@ def _softmax_vjp(node, grads):
     return (y * (g - (g * y).sum(d, keepdim=True)),)
 
 
-def _softmax(input, dim, dtype, log):
+def _softmax(input, dim, dtype, log, opdef):
     x = input
     if dtype is not None:
         x = x.to(dtype)
@@ -62,14 +61,8 @@ def _softmax(input, dim, dtype, log):
     if x3.size:
         K.softmax_fwd_cpu(x3, o3, log)
     out = _from3d(o3, x._data.shape, d) if x._data.ndim else o3.reshape(())
-    out = np.ascontiguousarray(out).astype(x._data.dtype, copy=False)
-    if needs_grad((x,)):
-        node = new_node("LogSoftmaxBackward0" if log else "SoftmaxBackward0", (x,), _softmax_vjp,
-                        None, (d, log))
-        t = _make(out, node)
-        save_output(node, "out", t)
-        return t
-    return _make(out)
+    return opdef.record(np.ascontiguousarray(out).astype(x._data.dtype, copy=False), (x,),
+                        attrs=(d, log))
 
 
 def _default_dim(input, dim, name):
@@ -81,20 +74,13 @@ def _default_dim(input, dim, name):
     return dim
 
 
+@op("softmax", "softmax", node="SoftmaxBackward0", vjp=_softmax_vjp, saves=("out",),
+    variants=(FUNCTION, METHOD), kernels={"cpu": K})
 def softmax(input, dim=None, dtype=None, *, _stacklevel=3):
-    return _softmax(input, _default_dim(input, dim, "softmax"), dtype, False)
+    return _softmax(input, _default_dim(input, dim, "softmax"), dtype, False, softmax.op)
 
 
+@op("log_softmax", "softmax", node="LogSoftmaxBackward0", vjp=_softmax_vjp, saves=("out",),
+    variants=(FUNCTION, METHOD), kernels={"cpu": K})
 def log_softmax(input, dim=None, dtype=None, *, _stacklevel=3):
-    return _softmax(input, _default_dim(input, dim, "log_softmax"), dtype, True)
-
-
-register(OpDef("softmax", "structured", node="SoftmaxBackward0", inplace=False))
-register(OpDef("log_softmax", "structured", node="LogSoftmaxBackward0", inplace=False))
-del _dt
-
-# forward-mode AD: tangents through the transposed VJP (one flag check when not in use)
-from ..autograd.forward_ad import with_jvp as _with_jvp  # noqa: E402
-
-for _n in "softmax log_softmax".split():
-    globals()[_n] = _with_jvp(globals()[_n])
+    return _softmax(input, _default_dim(input, dim, "log_softmax"), dtype, True, log_softmax.op)

@@ -115,13 +115,11 @@ def arrays_of(sample, seed=0):
 
 
 # ---------------------------------------------------------------------------------------------
-UNARY_NP = {"neg": np.negative, "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2,
-            "log1p": np.log1p, "expm1": np.expm1, "sqrt": np.sqrt,
-            "rsqrt": lambda x: 1 / np.sqrt(x), "sin": np.sin, "cos": np.cos, "tan": np.tan,
-            "tanh": np.tanh, "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
-            "relu": lambda x: np.maximum(x, 0), "abs": np.abs, "sign": np.sign,
-            "reciprocal": lambda x: 1 / x, "erf": None, "floor": np.floor, "ceil": np.ceil,
-            "round": np.rint, "trunc": np.trunc}
+# Elementwise unary ops: one entry each, generated from the registry.  The forward reference is
+# the op's numpy ufunc, an independent numpy expression below, or (for a new op declared by its
+# formula alone) the formula evaluated by numpy in float64.
+REFS = {"rsqrt": lambda x: 1 / np.sqrt(x), "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+        "relu": lambda x: np.maximum(x, 0), "reciprocal": lambda x: 1 / x}
 
 STD = [(F((3, 4)),), (F(()),), (F((5,)),), (F((4, 3), T=True),)]
 
@@ -131,18 +129,37 @@ def _erf(x):
     return np.vectorize(math.erf)(x)
 
 
+NUMPY_VOCAB = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2,
+               "log1p": np.log1p, "expm1": np.expm1, "sqrt": np.sqrt, "sin": np.sin,
+               "cos": np.cos, "tan": np.tan, "tanh": np.tanh, "floor": np.floor,
+               "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint, "fabs": np.abs,
+               "sign": np.sign, "erf": _erf, "where": np.where, "maximum": np.maximum,
+               "minimum": np.minimum, "sigmoid": lambda v: 1 / (1 + np.exp(-v)),
+               "rsqrt": lambda v: 1 / np.sqrt(v), "isnan": np.isnan}
+
+
+def formula_ref(op):
+    """numpy evaluation of ``op``'s formula (the reference of last resort)."""
+    code = compile(op.formula, op.name, "eval")
+    return lambda *xs: eval(code, dict(NUMPY_VOCAB, **dict(zip(op.args, xs))))
+
+
 def _unary_entries():
+    from ..ops.registry import FUNCTION
     out = []
-    for name, ref in UNARY_NP.items():
-        op = REGISTRY[name]
+    for name, op in REGISTRY.items():
+        if op.kind != "pointwise" or FUNCTION not in op.variants or op.args != ("x",) \
+                or op.attrs or op.fn is None or "." in name or name in ("round", "clamp"):
+            continue  # not a plain unary function (attributes, overloads, extra arguments)
+        ref = REFS.get(name) or op.numpy or formula_ref(op)
         lo, hi = op.hints.get("domain", (-2.0, 2.0))
         samples = [tuple(F(s.shape, lo, hi, T=s.T) for s in smp) for smp in STD]
         nondiff = op.partials == ("0",)
-        out.append(OpInfo(name, (lambda n: lambda T, x: getattr(T, n)(x))(name),
-                          ref if ref is not None else _erf, samples,
+        out.append(OpInfo(name, (lambda n: lambda T, x: getattr(T, n)(x))(name), ref, samples,
                           grad=True, gradgrad=not nondiff and name not in ("abs", "relu",
                                                                                   "sign"),
                           kinks=op.hints.get("kinks")))
+    out.append(OpInfo("round", lambda T, x: T.round(x), np.rint, STD))
     return out
 
 
@@ -168,13 +185,17 @@ OP_DB = _unary_entries() + [
     OpInfo("div", lambda T, x: 2.0 / x, lambda x: 2.0 / x, [(F((3,), **POS),)]),
     OpInfo("pow", lambda T, x: x ** 3, lambda x: x ** 3, [(F((3, 4)),), (F(()),)]),
     OpInfo("pow", lambda T, x: T.pow(x, 2.5), lambda x: x ** 2.5, [(F((3, 4), **POS),)]),
-    OpInfo("pow", lambda T, x: T.square(x), lambda x: x * x, [(F((5,)),)]),
+    OpInfo("square", lambda T, x: T.square(x), lambda x: x * x, [(F((5,)),)]),
     OpInfo("pow.Tensor", lambda T, x, y: x ** y, lambda x, y: x ** y, _bin(BIN[:2], **POS)),
     OpInfo("rpow", lambda T, x: 2.0 ** x, lambda x: 2.0 ** x, [(F((3, 4)),)]),
     OpInfo("clamp", lambda T, x: T.clamp(x, -0.5, 0.7), lambda x: np.clip(x, -0.5, 0.7),
            [(F((4, 5)),)], kinks=(-0.5, 0.7), gradgrad=False),
     OpInfo("clamp", lambda T, x: x.clamp(min=0.1), lambda x: np.maximum(x, 0.1),
            [(F((6,)),)], kinks=(0.1,), gradgrad=False),
+    OpInfo("clamp_min", lambda T, x: T.clamp_min(x, 0.1), lambda x: np.maximum(x, 0.1),
+           [(F((6,)),)], kinks=(0.1,), gradgrad=False),
+    OpInfo("clamp_max", lambda T, x: x.clamp_max(0.3), lambda x: np.minimum(x, 0.3),
+           [(F((6,)),)], kinks=(0.3,), gradgrad=False),
     OpInfo("maximum", lambda T, x, y: T.maximum(x, y), np.maximum, BIN[:2], gradgrad=False),
     OpInfo("minimum", lambda T, x, y: T.minimum(x, y), np.minimum, BIN[:2], gradgrad=False),
     OpInfo("remainder.Tensor", lambda T, x, y: T.remainder(x, y), np.remainder,
@@ -212,6 +233,12 @@ OP_DB += [
            [(N((5,)),)], grad=False),
     OpInfo("floor_divide", lambda T, x, y: x // y, np.floor_divide,
            [(N((3, 4)), N((3, 4), 0.5, 2.0))], grad=False),
+    OpInfo("equal", lambda T, x, y: T.tensor(T.equal(x, y)), lambda x, y: np.array_equal(x, y),
+           [(N((3, 4)), N((3, 4)))], grad=False),
+    OpInfo("allclose", lambda T, x, y: T.tensor(x.allclose(x + y * 1e-9)),
+           lambda x, y: np.allclose(x, x + y * 1e-9), [(N((3, 4)), N((3, 4)))], grad=False),
+    OpInfo("isclose", lambda T, x, y: T.isclose(x, y, atol=0.5), lambda x, y: np.isclose(
+        x, y, atol=0.5), [(N((3, 4)), N((3, 4)))], grad=False),
 ]
 
 # -- reductions --------------------------------------------------------------------------------
@@ -264,6 +291,8 @@ OP_DB += [
     OpInfo("view", lambda T, x: x.view(2, 6), lambda x: x.reshape(2, 6), [(F((3, 4)),)]),
     OpInfo("reshape", lambda T, x: x.reshape(-1, 2), lambda x: x.reshape(-1, 2), M),
     OpInfo("flatten", lambda T, x: x.flatten(), lambda x: x.reshape(-1), [(F((2, 3, 2)),)]),
+    OpInfo("unflatten", lambda T, x: x.unflatten(1, (2, 2)), lambda x: x.reshape(3, 2, 2),
+           [(F((3, 4)),)]),
     OpInfo("squeeze", lambda T, x: x.squeeze(1), lambda x: x.squeeze(1), [(F((3, 1, 2)),)]),
     OpInfo("squeeze", lambda T, x: x.squeeze(), lambda x: x.squeeze(), [(F((1, 3, 1)),)]),
     OpInfo("unsqueeze", lambda T, x: x.unsqueeze(-1), lambda x: x[..., None], M),
@@ -276,6 +305,8 @@ OP_DB += [
         x, y.shape), [(F((4,)), N((2, 4)))]),
     OpInfo("broadcast_to", lambda T, x: T.broadcast_to(x, (2, 4)),
            lambda x: np.broadcast_to(x, (2, 4)), [(F((1, 4)),)]),
+    OpInfo("broadcast_tensors", lambda T, x, y: T.broadcast_tensors(x, y),
+           lambda x, y: tuple(np.broadcast_arrays(x, y)), [(F((3, 1)), F((4,)))]),
     OpInfo("cat", lambda T, x, y: T.cat([x, y], 1), lambda x, y: np.concatenate([x, y], 1),
            [(F((2, 3)), F((2, 2))), (F((2, 3), T=True), F((2, 1)))]),
     OpInfo("stack", lambda T, x, y: T.stack([x, y], 1), lambda x, y: np.stack([x, y], 1),
@@ -328,6 +359,8 @@ OP_DB += [
            lambda x, i: x[i], [(F((4, 3)), I([3, 0, 3]))]),
     OpInfo("nonzero", lambda T, x: T.nonzero(x > 0), lambda x: np.stack(np.nonzero(x > 0), 1),
            [(N((3, 4)),)], grad=False),
+    OpInfo("masked_select", lambda T, x, m: T.masked_select(x, m), lambda x, m: x[
+        np.broadcast_to(m, x.shape)], [(F((2, 3)), B([True, False, True]))]),
 ]
 
 

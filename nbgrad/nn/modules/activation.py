@@ -40,12 +40,12 @@ class GELU(Module):
 
 class Tanh(Module):
     def forward(self, input):
-        return ops.api.tanh(input)
+        return ops.pointwise_fns.tanh(input)
 
 
 class Sigmoid(Module):
     def forward(self, input):
-        return ops.api.sigmoid(input)
+        return ops.pointwise_fns.sigmoid(input)
 
 
 class Softplus(Module):

@@ -48,7 +48,7 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     if len(grads) == 0:
         return
     clip_coef = max_norm / (total_norm + 1e-6)
-    clip_coef_clamped = ops.api.clamp(clip_coef, max=1.0)
+    clip_coef_clamped = ops.pointwise_fns.clamp(clip_coef, max=1.0)
     for g in grads:
         g.mul_(clip_coef_clamped)
 

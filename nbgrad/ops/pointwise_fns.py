@@ -1,0 +1,327 @@
+"""Public functions of the elementwise ops: generated from the registry (``nbgrad.exp``, ...)
+except where PyTorch's signature needs more (``add(alpha=)``, ``div(rounding_mode=)``, scalar
+overloads of ``pow``/``remainder``/``lerp``, ``clamp`` bounds): those are written here with
+``@implements``."""
+import math
+import numbers
+
+import numpy as np
+
+from .. import dtypes as _dt
+from .._tensor import Tensor
+from ..creation import tensor
+from . import pointwise as _table  # noqa: F401  (fills the registry)
+from .dispatch import binary, broadcast_error, pointwise, unary
+from .registry import FUNCTION, INPLACE, METHOD, OUT, REGISTRY, implements, op, write_out
+
+R = REGISTRY
+_make = Tensor._make
+
+
+def _t(x, fn="op"):
+    if not isinstance(x, Tensor):
+        raise TypeError("%s(): argument 'input' (position 1) must be Tensor, not %s"
+                        % (fn, type(x).__name__))
+    return x
+
+
+def _operand(x):
+    """Tensors pass through; numbers stay Python scalars; arrays/lists become tensors."""
+    if isinstance(x, (Tensor, numbers.Number)):
+        return x
+    if isinstance(x, np.ndarray) or isinstance(x, (list, tuple)):
+        return tensor(x)
+    if isinstance(x, np.generic):
+        return x.item()
+    raise TypeError("unsupported operand type: %s" % type(x).__name__)
+
+
+# -- generated: one function per registry op that declares none of its own -----------------
+
+def _unary(op):
+    name = op.name
+
+    def f(input, *, out=None):
+        if out is None and isinstance(input, Tensor):
+            return unary(op, input)
+        return write_out(pointwise(op, (_t(input, name),)), out, name)
+    f.__doc__ = "Elementwise ``%s`` (see ``torch.%s``)." % (op.formula, name)
+    return f
+
+
+def _binary(op):
+    name = op.name
+
+    def f(input, other, *, out=None):
+        if out is None and isinstance(input, Tensor):
+            return binary(op, input, other)
+        return write_out(pointwise(op, (_t(input, name), _operand(other))), out, name)
+    f.__doc__ = "Elementwise ``%s`` (see ``torch.%s``)." % (op.formula, name)
+    return f
+
+
+def _compare(op):
+    uf, name = op.numpy, op.name
+
+    def f(input, other, *, out=None):
+        a = input._data if isinstance(input, Tensor) else input
+        o = _operand(other)
+        b = o._data if isinstance(o, Tensor) else o
+        try:
+            r = uf(a, b)
+        except ValueError:
+            raise broadcast_error((input, o)) from None
+        return write_out(_make(np.asarray(r)), out, name)
+    return f
+
+
+def _unary_nograd(op):
+    uf, name = op.numpy, op.name
+
+    def f(input, *, out=None):
+        return write_out(_make(np.asarray(uf(_t(input, name)._data))), out, name)
+    return f
+
+
+def generate(op):
+    """The public function of a pointwise/compare op declared without one."""
+    if op.kind == "compare":
+        f = (_compare if len(op.args) == 2 else _unary_nograd)(op)
+    else:
+        f = (_binary if len(op.args) == 2 else _unary)(op)
+    f.__name__ = f.__qualname__ = op.name
+    op.fn = op.impl = f
+    return f
+
+
+# -- hand-written: PyTorch signatures with more than the operands ---------------------------
+
+
+@implements("round")
+def round(input, *, decimals=0, out=None):  # noqa: A001
+    if decimals:
+        s = 10.0 ** decimals
+        return write_out(div(unary(R["round"], mul(input, s)), s), out, "round")
+    return write_out(pointwise(R["round"], (_t(input, "round"),)), out, "round")
+
+
+@implements("add")
+def add(input, other, *, alpha=1, out=None):
+    if alpha == 1 and out is None and isinstance(input, Tensor):
+        return binary(R["add"], input, other)
+    other = _operand(other)
+    if alpha != 1:
+        other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+    if not isinstance(input, Tensor):
+        input = _operand(input)
+        if not isinstance(input, Tensor):
+            return write_out(add(other, input), out, "add")
+    return write_out(pointwise(R["add"], (input, other)), out, "add")
+
+
+@implements("sub")
+def sub(input, other, *, alpha=1, out=None):
+    if alpha == 1 and out is None and isinstance(input, Tensor) and input._dtype is not _dt.bool:
+        return binary(R["sub"], input, other)
+    other = _operand(other)
+    if input._dtype is _dt.bool and isinstance(other, Tensor) and other._dtype is _dt.bool:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if alpha != 1:
+        other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+    return write_out(pointwise(R["sub"], (_t(input, "sub"), other)), out, "sub")
+
+
+@implements("rsub")
+def rsub(input, other, *, alpha=1):
+    """``other - alpha * input`` (what ``2 - t`` calls)."""
+    if alpha != 1:
+        input = mul(input, alpha)
+    return pointwise(R["rsub"], (input, _operand(other)))
+
+
+@implements("mul")
+def mul(input, other, *, out=None):
+    if out is None and isinstance(input, Tensor):
+        return binary(R["mul"], input, other)
+    if not isinstance(input, Tensor):
+        input, other = other, input
+    return write_out(pointwise(R["mul"], (_t(input, "mul"), _operand(other))), out, "mul")
+
+
+@implements("div")
+def div(input, other, *, rounding_mode=None, out=None):
+    if rounding_mode is None and out is None and isinstance(input, Tensor):
+        return binary(R["div"], input, other)
+    if not isinstance(input, Tensor):
+        input = tensor(input, dtype=other._dtype if other._dtype.category >= 2 else None)
+    other = _operand(other)
+    if rounding_mode is None:
+        res = pointwise(R["div"], (input, other))
+    elif rounding_mode == "trunc":
+        res = unary(R["trunc"], pointwise(R["div"], (input, other)).detach())
+        res = _cast_int_result(res, input, other)
+    elif rounding_mode == "floor":
+        res = floor_divide(input, other)
+    else:
+        raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+                           "found '%s'" % rounding_mode)
+    return write_out(res, out, "div")
+
+
+def _cast_int_result(res, a, b):
+    dt = _dt.result_type(a, b)
+    return res if dt.category >= 2 else _make(res._data.astype(dt.np))
+
+
+@implements("pow")
+def pow(input, exponent, *, out=None):  # noqa: A001
+    if not isinstance(input, Tensor):
+        return write_out(pointwise(R["rpow"], (_t(exponent, "pow"),), (input,)), out, "pow")
+    exponent = _operand(exponent)
+    if isinstance(exponent, Tensor):
+        return write_out(pointwise(R["pow.Tensor"], (input, exponent)), out, "pow")
+    if input._dtype.category < 2 and isinstance(exponent, numbers.Integral) and exponent < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if input._dtype.category < 2 and isinstance(exponent, float):
+        input = input.to(_dt._default[0])
+    return write_out(pointwise(R["pow"], (input,), (exponent,)), out, "pow")
+
+
+@op("square", "composite", variants=(FUNCTION, METHOD, INPLACE, OUT))
+def square(input):
+    return pow(input, 2)
+
+
+@implements("clamp")
+def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        r = input
+        if min is not None:
+            r = maximum(r, min)
+        if max is not None:
+            r = minimum(r, max)
+        return write_out(r, out, "clamp")
+    if input._dtype.category < 2:
+        lo = min if min is not None else None
+        return write_out(_make(np.clip(input._data, lo, max)), out, "clamp")
+    lo = -math.inf if min is None else float(min)
+    hi = math.inf if max is None else float(max)
+    return write_out(pointwise(R["clamp"], (input,), (lo, hi)), out, "clamp")
+
+
+
+@implements("clamp_min")
+def clamp_min(input, min, *, out=None):  # noqa: A002
+    if isinstance(min, Tensor) or input._dtype.category < 2:
+        return clamp(input, min=min, out=out)
+    return write_out(pointwise(R["clamp_min"], (input,), (float(min),)), out, "clamp_min")
+
+
+@implements("clamp_max")
+def clamp_max(input, max, *, out=None):  # noqa: A002
+    if isinstance(max, Tensor) or input._dtype.category < 2:
+        return clamp(input, max=max, out=out)
+    return write_out(pointwise(R["clamp_max"], (input,), (float(max),)), out, "clamp_max")
+
+
+@implements("maximum")
+def maximum(input, other, *, out=None):
+    return write_out(pointwise(R["maximum"], (_t(input, "maximum"), _t(other, "maximum"))), out,
+                     "maximum")
+
+
+@implements("minimum")
+def minimum(input, other, *, out=None):
+    return write_out(pointwise(R["minimum"], (_t(input, "minimum"), _t(other, "minimum"))), out,
+                     "minimum")
+
+
+@implements("remainder")
+def remainder(input, other, *, out=None):
+    if not isinstance(input, Tensor):
+        input = tensor(input)
+    other = _operand(other)
+    if isinstance(other, Tensor):
+        return write_out(pointwise(R["remainder.Tensor"], (input, other)), out, "remainder")
+    return write_out(pointwise(R["remainder"], (input,), (other,)), out, "remainder")
+
+
+@implements("lerp")
+def lerp(input, end, weight, *, out=None):
+    if isinstance(weight, Tensor):
+        return write_out(pointwise(R["lerp.Tensor"], (input, end, weight)), out, "lerp")
+    return write_out(pointwise(R["lerp"], (input, end), (float(weight),)), out, "lerp")
+
+
+@implements("where")
+def where(condition, input=None, other=None, *, out=None):
+    if input is None and other is None:
+        from .indexing import nonzero
+        return nonzero(condition, as_tuple=True)
+    if not isinstance(condition, Tensor) or condition._dtype is not _dt.bool:
+        raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor "
+                           "with dtype %s" % (getattr(condition, "_dtype", type(condition)),))
+    input, other = _operand(input), _operand(other)
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        input = tensor(input, dtype=_dt.result_type(input, other))
+    return write_out(pointwise(R["where"], (condition, input, other)), out, "where")
+
+
+@implements("masked_fill")
+def masked_fill(input, mask, value):
+    if not isinstance(mask, Tensor) or mask._dtype is not _dt.bool:
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype %s"
+                           % getattr(mask, "_dtype", type(mask).__name__))
+    if isinstance(value, Tensor):
+        if value._data.ndim != 0:
+            raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
+                               "tensor with %d dimension(s)." % value._data.ndim)
+        value = value.item()
+    if input._dtype.category < 2:
+        arr = np.where(mask._data, value, input._data).astype(input._data.dtype)
+        return _make(arr)
+    return pointwise(R["masked_fill"], (input, mask), (float(value),))
+
+
+@implements("floor_divide")
+def floor_divide(input, other, *, out=None):
+    o = _operand(other)
+    dt = _dt.result_type(input, o)
+    a = input._data.astype(dt.np, copy=False)
+    b = o._data.astype(dt.np, copy=False) if isinstance(o, Tensor) else o
+    if dt.category < 2 and np.any(np.asarray(b) == 0):
+        raise RuntimeError("ZeroDivisionError")
+    try:
+        r = np.floor_divide(a, b)
+    except ValueError:
+        raise broadcast_error((input, o)) from None
+    return write_out(_make(np.asarray(r).astype(dt.np, copy=False)), out, "floor_divide")
+
+
+@op("equal", "compare", variants=(FUNCTION, METHOD))
+def equal(input, other):
+    return input._data.shape == other._data.shape and bool(np.array_equal(input._data,
+                                                                             other._data))
+
+
+@op("allclose", "compare", variants=(FUNCTION, METHOD))
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return bool(np.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+@op("isclose", "compare", variants=(FUNCTION, METHOD))
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return _make(np.isclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+
+
+for _op in list(REGISTRY.values()):
+    if _op.kind in ("pointwise", "compare") and FUNCTION in _op.variants:
+        if _op.fn is None:
+            generate(_op)
+        for _name in _op.public_names:  # module attributes too, for the ops' own vjps
+            globals()[_name] = _op.fn
