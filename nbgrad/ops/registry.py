@@ -322,3 +322,28 @@ def implements(name):
         op.fn = op.impl = impl  # takes out= itself; pointwise forward mode is in dispatch
         return impl
     return deco
+
+
+def missing_variants(op, namespace):
+    """The declared variants of ``op`` that ``namespace`` (the ``nbgrad`` module) and ``Tensor``
+    do not provide: what tests/test_registry.py asserts is empty for every op."""
+    import inspect
+    missing = []
+    fn = op.fn or missing  # an op never defined has no public function at all
+    for name in op.public_names:
+        if FUNCTION in op.variants and getattr(namespace, name, None) is not fn:
+            missing.append("nbgrad.%s" % name)
+        if METHOD in op.variants and getattr(Tensor, name, None) is not fn:
+            missing.append("Tensor.%s" % name)
+        if INPLACE in op.variants and not callable(getattr(Tensor, name + "_", None)):
+            missing.append("Tensor.%s_" % name)
+    if OUT in op.variants and (op.fn is None or "out" not in inspect.signature(op.fn).parameters
+                               and not _wraps_out(op.fn)):
+        missing.append("%s(out=)" % op.name)
+    if op.differentiable and op.vjp is None:
+        missing.append("%s backward" % op.name)
+    return missing
+
+
+def _wraps_out(fn):
+    return "out" in fn.__code__.co_varnames[:fn.__code__.co_argcount + fn.__code__.co_kwonlyargcount]

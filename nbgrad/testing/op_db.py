@@ -6,6 +6,8 @@
   N(shape, lo, hi)       random float tensor that does not require grad
   I(values) / B(values)  fixed int64 / bool tensor;  C(value): a plain Python value
 """
+import copy
+
 import numpy as np
 
 from ..ops.registry import REGISTRY
@@ -14,11 +16,29 @@ from ..ops.registry import REGISTRY
 class F:
     def __init__(self, shape, lo=-2.0, hi=2.0, T=False, grad=True):
         self.shape, self.lo, self.hi, self.T, self.grad = tuple(shape), lo, hi, T, grad
+        self.kinks = None  # set from OpInfo(kinks=): points where the op is not smooth
 
     def array(self, rng):
         shp = self.shape[::-1] if self.T else self.shape
-        a = rng.uniform(self.lo, self.hi, shp)
+        return dodge(rng.uniform(self.lo, self.hi, shp), self.kinks)
+
+
+KINK_GAP = 0.05  # finite differences (eps <= 1e-3) never straddle a kink
+
+
+def dodge(a, kinks):
+    """Move samples within KINK_GAP of a kink (a number, "int": every integer, "half": every
+    half-integer) to KINK_GAP away from it, so gradient checks test the smooth parts."""
+    if kinks is None:
         return a
+    if kinks in ("int", "half"):
+        off = 0.5 if kinks == "half" else 0.0
+        k = np.round(a - off) + off
+    else:
+        pts = np.asarray(kinks, dtype=float)
+        k = pts[np.argmin(np.abs(a[..., None] - pts), axis=-1)]
+    d = a - k
+    return np.where(np.abs(d) < KINK_GAP, k + np.where(d < 0, -KINK_GAP, KINK_GAP), a)
 
 
 def N(shape, lo=-2.0, hi=2.0):
@@ -56,9 +76,20 @@ class OpInfo:
         self.torch_grad_names = torch_grad_names
         self.dtypes = dtypes
         self.grad_tol = grad_tol or {}  # looser only where the op itself rounds (dtype casts)
+        if kinks is not None:  # copies: sample specs are shared between entries
+            self.samples = [tuple(_with_kinks(spec, kinks) for spec in smp)
+                            for smp in self.samples]
 
     def __repr__(self):
         return self.name
+
+
+def _with_kinks(spec, kinks):
+    if not isinstance(spec, F):
+        return spec
+    spec = copy.copy(spec)
+    spec.kinks = kinks
+    return spec
 
 
 def materialize(T, sample, dtype, requires_grad, seed=0):
