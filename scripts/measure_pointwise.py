@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 import nbgrad
-from nbgrad.kernels.pointwise import cpu_kernel
+from nbgrad.kernels.build import cpu_kernel
 from nbgrad.ops.dispatch import _plan
 from nbgrad.ops.registry import REGISTRY
 

@@ -4,9 +4,9 @@ Run by tests/test_cuda_sim.py in a subprocess with ``NUMBA_ENABLE_CUDASIM=1`` (i
 before numba is imported, NUMBA-NOTES section 6.2); on a machine with a GPU it can also be run
 directly (``python tests/cuda_sim_check.py --gpu``).  For each op and dtype: the forward formula
 and every fused backward expression ``g * (partial)`` -- the same (params, expr) that
-``ops.dispatch._plan`` compiles for the CPU -- are built by ``pointwise.cuda_kernel``, launched
-by ``kernels.cuda_launch.run_pointwise_cuda`` on broadcast inputs, and compared with
-``pointwise.cpu_kernel`` on the same inputs.  The simulator costs ~0.2 ms per element, so inputs
+``ops.dispatch._plan`` compiles for the CPU -- are built by ``build.cuda_kernel``, launched
+by ``kernels.cuda.launch.run_pointwise_cuda`` on broadcast inputs, and compared with
+``build.cpu_kernel`` on the same inputs.  The simulator costs ~0.2 ms per element, so inputs
 are a few hundred elements.  Then launcher corner cases (``check_launcher_edges``).  Prints one
 line per kernel and ``OK <n> kernels, <m> launcher cases (...)`` at the end.
 """
@@ -32,7 +32,6 @@ ATOL_ULPS = 2
 
 def make_inputs(op, dtype, rng):
     """name -> host array for every name a kernel of ``op`` can use (inputs, ``g``, ``out``)."""
-    import numpy as np
     # broadcasting in every binary kernel: (4, 1, 12) against (5, 12) -> 240 elements
     shapes = {0: (4, 1, 12), 1: (5, 12), 2: (4, 5, 12)}
     lo, hi = op.hints.get("domain", (-3.0, 3.0))
@@ -65,13 +64,16 @@ def check(op_names=OPS, dtypes=DTYPES, seed=0, verbose=True):
     from numba import cuda
     from numba.core.errors import NumbaPerformanceWarning
 
-    from nbgrad.kernels.cuda_launch import pointwise_plan, run_pointwise_cuda
-    from nbgrad.kernels.pointwise import cpu_kernel
+    from nbgrad.kernels.build import cpu_kernel
+    from nbgrad.kernels.cuda import scalar
+    from nbgrad.kernels.cuda.launch import pointwise_plan, run_pointwise_cuda
+    from nbgrad.kernels.vocab import VOCAB
     from nbgrad.ops.registry import REGISTRY
 
     warnings.simplefilter("ignore", NumbaPerformanceWarning)  # tiny grids, by design
     if not cuda.is_available():
         raise SystemExit("numba.cuda is not available (no GPU and NUMBA_ENABLE_CUDASIM unset)")
+    assert scalar.__all__ == list(VOCAB) and all(callable(getattr(scalar, n)) for n in VOCAB)
     rng = np.random.default_rng(seed)
     n_kernels = 0
     for name in op_names:
@@ -111,8 +113,8 @@ def check_launcher_edges(verbose=True):
     buffers, 0-d inputs, a zero-size input (no launch), more than one block's worth of work."""
     import numpy as np
 
-    from nbgrad.kernels.cuda_launch import pointwise_plan, run_pointwise_cuda
-    from nbgrad.kernels.pointwise import cpu_kernel
+    from nbgrad.kernels.build import cpu_kernel
+    from nbgrad.kernels.cuda.launch import pointwise_plan, run_pointwise_cuda
 
     rng = np.random.default_rng(1)
     f32 = np.float32

@@ -13,7 +13,7 @@ from .._tensor import Tensor
 from ..autograd.batching import batched
 from ..autograd.graph import SavedOutput, SavedTensor, edge, next_seq
 from ..grad_mode import STATE
-from ..kernels.pointwise import cpu_kernel, names_in
+from ..kernels.build import cpu_kernel, names_in
 from .registry import node_class
 
 _make = Tensor._make

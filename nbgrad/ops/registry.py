@@ -6,7 +6,7 @@ the names exported by kernels/scalar.py.  What an op saves for backward is infer
 its partials use, as PyTorch's codegen infers it from derivatives.yaml.
 """
 from ..autograd.graph import Node
-from ..kernels.pointwise import names_in
+from ..kernels.build import names_in
 
 REGISTRY = {}
 _NODE_CLASSES = {}

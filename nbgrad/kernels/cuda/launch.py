@@ -1,8 +1,8 @@
-"""Host-side launcher for the ``numba.cuda`` pointwise kernels built by kernels/pointwise.py.
+"""Host-side launcher for the ``numba.cuda`` pointwise kernels built by kernels/build.py.
 
 The CUDA half of the one-formula design (docs/design.md): a registry op's forward formula and
 its fused backward expressions ``g * (partial)`` -- the exact (params, expr) that
-``ops.dispatch._plan`` builds for the CPU ufuncs -- compiled by ``pointwise.cuda_kernel`` into a
+``ops.dispatch._plan`` builds for the CPU ufuncs -- compiled by ``build.cuda_kernel`` into a
 grid-stride kernel ``k(*inputs, out)`` over 1-D buffers.
 
 This launcher takes host numpy inputs: it broadcasts them, copies them to the device, launches,
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .pointwise import cuda_kernel
+from ..build import cuda_kernel
 
 __all__ = ["pointwise_plan", "run_pointwise_cuda", "MAX_THREADS_PER_BLOCK", "MAX_BLOCKS"]
 
@@ -29,7 +29,7 @@ MAX_BLOCKS = 1024
 
 def _op(op):
     if isinstance(op, str):
-        from ..ops.registry import REGISTRY
+        from ...ops.registry import REGISTRY
         try:
             op = REGISTRY[op]
         except KeyError:
@@ -53,7 +53,7 @@ def pointwise_plan(op, role):
         return op.name, op.args + op.attrs, op.formula, param_types
     if role.startswith("vjp") and role[3:].isdigit():
         i = int(role[3:])
-        from ..ops.dispatch import _plan  # lazy: ops imports kernels
+        from ...ops.dispatch import _plan  # lazy: ops imports kernels
         plan = _plan(op)
         if i >= len(plan):
             raise ValueError("%r has %d partials; no %s" % (op.name, len(plan), role))
