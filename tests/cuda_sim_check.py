@@ -3,10 +3,10 @@
 Run by tests/test_cuda_sim.py in a subprocess with ``NUMBA_ENABLE_CUDASIM=1`` (it must be set
 before numba is imported, NUMBA-NOTES section 6.2); on a machine with a GPU it can also be run
 directly (``python tests/cuda_sim_check.py --gpu``).  For each op and dtype: the forward formula
-and every fused backward expression ``g * (partial)`` -- the same (params, expr) that
-``ops.dispatch._plan`` compiles for the CPU -- are built by ``build.cuda_kernel``, launched
-by ``kernels.cuda.launch.run_pointwise_cuda`` on broadcast inputs, and compared with
-``build.cpu_kernel`` on the same inputs.  The simulator costs ~0.2 ms per element, so inputs
+and every fused backward expression ``g * (partial)`` -- the kernel plans of
+``ops.formula.kernel_plan``, which the CPU side compiles too -- are built by
+``build.cuda_kernel``, launched by ``kernels.cuda.launch.run_formula`` on broadcast inputs, and
+compared with ``build.cpu_kernel`` on the same inputs.  The simulator costs ~0.2 ms per element, so inputs
 are a few hundred elements.  Then launcher corner cases (``check_launcher_edges``).  Prints one
 line per kernel and ``OK <n> kernels, <m> launcher cases (...)`` at the end.
 """
@@ -66,8 +66,9 @@ def check(op_names=OPS, dtypes=DTYPES, seed=0, verbose=True):
 
     from nbgrad.kernels.build import cpu_kernel
     from nbgrad.kernels.cuda import scalar
-    from nbgrad.kernels.cuda.launch import pointwise_plan, run_pointwise_cuda
+    from nbgrad.kernels.cuda.launch import run_formula
     from nbgrad.kernels.vocab import VOCAB
+    from nbgrad.ops.formula import kernel_plan
     from nbgrad.ops.registry import REGISTRY
 
     warnings.simplefilter("ignore", NumbaPerformanceWarning)  # tiny grids, by design
@@ -82,7 +83,7 @@ def check(op_names=OPS, dtypes=DTYPES, seed=0, verbose=True):
         for dtype in dtypes:
             vals = make_inputs(op, dtype, rng)
             for role in roles:
-                tag, params, expr, ptypes = pointwise_plan(op, role)
+                plan = tag, params, expr, ptypes = kernel_plan(op, role)
                 cpu = cpu_kernel(tag, params, expr, dtype, ptypes)
                 if role == "fwd":
                     with np.errstate(all="ignore"):
@@ -93,7 +94,7 @@ def check(op_names=OPS, dtypes=DTYPES, seed=0, verbose=True):
                     with np.errstate(all="ignore"):
                         expected = np.asarray(cpu(*[vals[p] for p in params]))
                 t0 = time.perf_counter()
-                got = run_pointwise_cuda(op, role, vals, dtype)
+                got = run_formula(plan, vals, dtype)
                 dt = time.perf_counter() - t0
                 assert got.shape == expected.shape, (tag, got.shape, expected.shape)
                 assert got.dtype == np.dtype(dtype), (tag, got.dtype, dtype)
@@ -114,7 +115,8 @@ def check_launcher_edges(verbose=True):
     import numpy as np
 
     from nbgrad.kernels.build import cpu_kernel
-    from nbgrad.kernels.cuda.launch import pointwise_plan, run_pointwise_cuda
+    from nbgrad.kernels.cuda.launch import run_formula
+    from nbgrad.ops.formula import kernel_plan
 
     rng = np.random.default_rng(1)
     f32 = np.float32
@@ -128,10 +130,10 @@ def check_launcher_edges(verbose=True):
         ("exp", "fwd", {"x": np.linspace(-2, 2, 200, dtype=f32)}),  # > 1 block of 64
     ]
     for name, role, vals in cases:
-        tag, params, expr, ptypes = pointwise_plan(name, role)
+        plan = tag, params, expr, ptypes = kernel_plan(name, role)
         expected = np.asarray(cpu_kernel(tag, params, expr, "float32", ptypes)(
             *[vals[p] for p in params]))
-        got = run_pointwise_cuda(name, role, vals, "float32")
+        got = run_formula(plan, vals, "float32")
         assert got.shape == expected.shape and got.dtype == expected.dtype, (tag, got, expected)
         assert_close(got, expected, RTOL["float32"], 0, "%s %s: %s" % (tag, params, expr))
         if verbose:

@@ -6,7 +6,7 @@
   and where, float32 and float64, compared with the CPU ufuncs, plus launcher corner cases
   (scalar attributes, 0-d and empty inputs).  Needs numba-cuda.
 * ``test_cuda_kernels_match_cpu_on_gpu``: the same check in-process on a real GPU.
-* The rest need neither: generated CUDA source for every pointwise op, the launcher's plans, the
+* The rest need neither: generated CUDA source for every pointwise op, the kernel plans, the
   vocabulary bindings and the vocabulary hash in generated sources.
 """
 import ast
@@ -21,9 +21,8 @@ import pytest
 import nbgrad
 from nbgrad.kernels import build
 from nbgrad.kernels.cpu import scalar as cpu_scalar
-from nbgrad.kernels.cuda.launch import pointwise_plan
 from nbgrad.kernels.vocab import VOCAB
-from nbgrad.ops.dispatch import _plan
+from nbgrad.ops.formula import kernel_plan, names_in, partials_of
 from nbgrad.ops.registry import REGISTRY
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -72,22 +71,26 @@ def _pointwise_ops():
     return [op for op in REGISTRY.values() if op.kind == "pointwise"]
 
 
-def test_launcher_plans_match_cpu_backward():
-    """pointwise_plan hands cuda_kernel exactly what pointwise_vjp hands cpu_kernel."""
+def test_kernel_plans_are_the_registry_formulas():
+    """kernel_plan gives the CUDA launcher exactly what dispatch and pointwise_vjp compile."""
     for op in _pointwise_ops():
-        tag, params, expr, ptypes = pointwise_plan(op.name, "fwd")
-        assert (tag, params, expr) == (op.name, op.args + op.attrs, op.formula)
-        assert ptypes == {n: "bool" for n in op.bool_args}
-        for i, item in enumerate(_plan(op)):
-            if item is None:
+        ptypes = {n: "bool" for n in op.bool_args}
+        assert kernel_plan(op.name, "fwd") == (op.name, op.args + op.attrs, op.formula, ptypes)
+        for i, p in enumerate(op.partials):
+            if p is None:
                 with pytest.raises(ValueError):
-                    pointwise_plan(op, "vjp%d" % i)
+                    kernel_plan(op, "vjp%d" % i)
                 continue
-            assert pointwise_plan(op, "vjp%d" % i)[:3] == ("%s_vjp%d" % (op.name, i),) + item[:2]
+            used = names_in(p)
+            params = ("g",) + tuple(n for n in op.args + ("out",) + op.attrs if n in used)
+            plan = ("%s_vjp%d" % (op.name, i), params, "g * (%s)" % p, ptypes)
+            assert kernel_plan(op, "vjp%d" % i) == plan
+            part = partials_of(op)[i]
+            assert (part.tag, part.params, part.expr, part.param_types) == plan
     with pytest.raises(ValueError):
-        pointwise_plan("mul", "bwd")
+        kernel_plan("mul", "bwd")
     with pytest.raises(KeyError):
-        pointwise_plan("no_such_op", "fwd")
+        kernel_plan("no_such_op", "fwd")
 
 
 def test_cuda_source_generated_for_every_pointwise_op():
@@ -96,9 +99,9 @@ def test_cuda_source_generated_for_every_pointwise_op():
     allowed = set(VOCAB) | {"T", "cuda", "vectorize", "range"}
     n = 0
     for op in _pointwise_ops():
-        roles = ["fwd"] + ["vjp%d" % i for i, p in enumerate(_plan(op)) if p is not None]
+        roles = ["fwd"] + ["vjp%d" % i for i, p in enumerate(op.partials) if p is not None]
         for role in roles:
-            tag, params, expr, ptypes = pointwise_plan(op, role)
+            tag, params, expr, ptypes = kernel_plan(op, role)
             for dtype in ("float32", "float64"):
                 src = build.kernel_source(params, expr, dtype, ptypes, cuda=True)
                 compile(src, "<%s cuda>" % tag, "exec")
@@ -155,6 +158,6 @@ def test_vocabulary_hash_is_in_every_generated_source(monkeypatch):
 
 
 def test_importing_nbgrad_does_not_import_numba_cuda():
-    code = ("import sys, nbgrad, nbgrad.kernels.cuda.launch; "
+    code = ("import sys, nbgrad, nbgrad.kernels.cuda.launch, nbgrad.ops.formula; "
             "sys.exit('numba.cuda' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=False).returncode == 0

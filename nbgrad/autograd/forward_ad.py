@@ -3,7 +3,7 @@
 Inside ``dual_level()``, ``make_dual(p, t)`` attaches tangent ``t`` to (an alias of) ``p`` and
 every op propagates tangents as it computes primals:
   * elementwise ops use the JVP derived from their registry partials: t_out = sum_i t_i * d_i
-    (``pointwise_jvp``, the same formulas as the fused backward);
+    (``ops.formula.pointwise_jvp``, the same strings as the fused backward);
   * every other op (reductions, views, indexing, matmul, softmax, ...) gets its JVP by
     transposing its VJP (``_transposed_jvp``): for a linear-in-v function vjp(v) = J^T v,
     J t = d<vjp(v), t>/dv, computed with one double backward through the op's own,
@@ -172,39 +172,6 @@ def with_jvp(fn):
         return result
     wrapper.__wrapped_jvp__ = True
     return wrapper
-
-
-def pointwise_jvp(op, inputs, attrs, out):
-    """t_out = sum_i t_i * d_i, from the op's registry partials (ops/pointwise.py)."""
-    from ..ops.mathns import TENSOR_NS
-    tans = [tangent_of(x) for x in inputs]
-    if all(t is None for t in tans) or out.dtype.category < 2:
-        return
-    _flags.FWD = False
-    try:
-        with grad_mode.set_grad_enabled(grad_mode.is_grad_enabled()):
-            ns = dict(TENSOR_NS)
-            for name, x in zip(op.args, inputs):
-                ns[name] = x.detach() if isinstance(x, Tensor) else x
-            ns["out"] = out.detach()
-            for n, v in zip(op.attrs, attrs):
-                ns[n] = v
-            total = None
-            nd = out.ndim
-            for i, (p, t) in enumerate(zip(op.partials, tans)):
-                if p is None or t is None:
-                    continue
-                if DUAL.tangent_batch_dims and t.ndim - 1 < nd:  # batch dim in front of out's
-                    t = t.reshape(t.shape[0], *((1,) * (nd - t.ndim + 1)), *t.shape[1:])
-                term = t * eval(p, ns)
-                total = term if total is None else total + term
-        if total is not None:
-            full = tuple(total.shape[:DUAL.tangent_batch_dims]) + tuple(out.shape)
-            if tuple(total.shape) != full:
-                total = total.expand(*full)
-            set_tangent(out, total.to(out.dtype) if total.dtype is not out.dtype else total)
-    finally:
-        _flags.FWD = True
 
 
 def _check_forward_ad(func, inputs, idx, eps, atol, rtol):

@@ -5,7 +5,7 @@ its result ``out``, scalar attributes ``p``, ``lo``, ...) and the vocabulary of 
 ``cpu_kernel`` compiles it into a numpy ufunc (``numba.vectorize`` with explicit signatures:
 broadcasting, strides and ``out=`` for free); ``cuda_kernel`` into a ``cuda.jit(device=True)``
 function inside a grid-stride kernel.  Float literals become ``T(c)`` so float32 maths stays
-float32 (NUMBA-NOTES section 0.3).  What the formulas mean is ops' business (ops/dispatch.py).
+float32 (NUMBA-NOTES section 0.3).  What the formulas mean is ops' business (ops/formula.py).
 
 NOTE [generated kernel cache]: exec'd code cannot be disk-cached by Numba, so each kernel's
 source is written to ``<cache dir>/nbgrad_gen/<name>_<hash of source>.py`` and imported;

@@ -7,7 +7,7 @@ nn/functional.py with Numba kernels in kernels/cpu/{conv,pool,norm,loss}.py; the
 so the registry (and the op-table tests) know them.
 """
 from ..autograd.batching import batched
-from ..ops.dispatch import pointwise_vjp, vjp_of
+from ..ops.formula import pointwise_vjp, vjp_of
 from ..ops.registry import OpDef, register
 
 SQRT1_2 = "0.7071067811865476"      # 1 / sqrt(2)

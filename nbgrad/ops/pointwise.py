@@ -8,7 +8,7 @@ it was measured faster (SIMD transcendentals, plain arithmetic); see docs/perfor
 """
 import numpy as np
 
-from .dispatch import vjp_of
+from .formula import vjp_of
 from .registry import OpDef, register
 
 LN2 = "0.6931471805599453"

@@ -1,17 +1,13 @@
-"""Host-side launcher for the ``numba.cuda`` pointwise kernels built by kernels/build.py.
+"""Host-side launcher for the grid-stride CUDA kernels that kernels/build.py generates.
 
-The CUDA half of the one-formula design (docs/design.md): a registry op's forward formula and
-its fused backward expressions ``g * (partial)`` -- the exact (params, expr) that
-``ops.dispatch._plan`` builds for the CPU ufuncs -- compiled by ``build.cuda_kernel`` into a
-grid-stride kernel ``k(*inputs, out)`` over 1-D buffers.
+It takes a kernel plan ``(tag, params, expr, param_types)`` -- for a registry op,
+``ops.formula.kernel_plan`` gives exactly what the CPU side compiles -- and host numpy inputs:
+it broadcasts them, copies them to the device, launches, and copies the result back.  The
+simulator test (tests/test_cuda_sim.py) drives it; a real ``device='cuda'`` tensor path would
+keep the buffers on the device instead.
 
-This launcher takes host numpy inputs: it broadcasts them, copies them to the device, launches,
-and copies the result back.  It is what the simulator test (tests/test_cuda_sim.py) drives; a real
-``device='cuda'`` tensor path would keep the buffers on the device instead.
-
-``numba.cuda`` (the numba-cuda package) is imported lazily inside the functions: this module
-imports without it, and ``NUMBA_ENABLE_CUDASIM`` is read when numba is first imported
-(NUMBA-NOTES section 6.2).
+``numba.cuda`` (the numba-cuda package) is imported inside ``run_formula``: this module imports
+without it, and ``NUMBA_ENABLE_CUDASIM`` is read when numba is first imported (NUMBA-NOTES 6.2).
 """
 from collections.abc import Mapping
 
@@ -19,7 +15,7 @@ import numpy as np
 
 from ..build import cuda_kernel
 
-__all__ = ["pointwise_plan", "run_pointwise_cuda", "MAX_THREADS_PER_BLOCK", "MAX_BLOCKS"]
+__all__ = ["MAX_BLOCKS", "MAX_THREADS_PER_BLOCK", "run_formula"]
 
 # Grid-stride kernels are correct for any grid; keep blocks small (the simulator runs one Python
 # thread per CUDA thread, NUMBA-NOTES 6.2) and cap the block count (6.3).
@@ -27,59 +23,20 @@ MAX_THREADS_PER_BLOCK = 64
 MAX_BLOCKS = 1024
 
 
-def _op(op):
-    if isinstance(op, str):
-        from ...ops.registry import REGISTRY
-        try:
-            op = REGISTRY[op]
-        except KeyError:
-            raise KeyError("no registry op named %r" % (op,)) from None
-    if op.kind != "pointwise":
-        raise ValueError("%r is not a pointwise op" % (op.name,))
-    return op
-
-
-def pointwise_plan(op, role):
-    """``(tag, params, expr, param_types)`` of ``op``'s kernel for ``role``.
-
-    ``role`` is ``'fwd'`` (params ``op.args + op.attrs``, the formula) or ``'vjp<i>'`` (params
-    ``('g',) + names used``, ``'g * (partial_i)'``, taken from ``dispatch._plan`` so CPU and CUDA
-    build from the same strings).  Passing the tuple to ``cpu_kernel`` or ``cuda_kernel`` gives
-    the matching CPU ufunc or CUDA kernel.
-    """
-    op = _op(op)
-    param_types = {n: "bool" for n in op.bool_args}
-    if role == "fwd":
-        return op.name, op.args + op.attrs, op.formula, param_types
-    if role.startswith("vjp") and role[3:].isdigit():
-        i = int(role[3:])
-        from ...ops.dispatch import _plan  # lazy: ops imports kernels
-        plan = _plan(op)
-        if i >= len(plan):
-            raise ValueError("%r has %d partials; no %s" % (op.name, len(plan), role))
-        if plan[i] is None:
-            raise ValueError("%r has no derivative for input %d (%s)"
-                             % (op.name, i, op.args[i]))
-        params, expr, _const = plan[i]
-        # same tag as dispatch.pointwise_vjp uses for the CPU kernel
-        return "%s_vjp%d" % (op.name, i), params, expr, param_types
-    raise ValueError("role must be 'fwd' or 'vjp<i>', got %r" % (role,))
-
-
-def run_pointwise_cuda(op, role, arrays, dtype, *, threads_per_block=MAX_THREADS_PER_BLOCK,
-                       max_blocks=MAX_BLOCKS, stream=0):
-    """Evaluate ``op``'s ``role`` kernel (see ``pointwise_plan``) on a CUDA device.
+def run_formula(plan, arrays, dtype, *, threads_per_block=MAX_THREADS_PER_BLOCK,
+                max_blocks=MAX_BLOCKS, stream=0):
+    """Evaluate the kernel of ``plan = (tag, params, expr, param_types)`` on a CUDA device.
 
     ``arrays``: a mapping name -> array/scalar (extra names are ignored, so one dict of
-    ``g``/inputs/``out``/attributes serves every role), or a sequence in the plan's param order.
-    ``dtype``: the compute dtype name (``'float32'``, ``'float64'``, ...); inputs are cast to it,
-    except the op's boolean arguments (``where``'s ``c``), which are cast to bool.  Inputs are
-    broadcast against each other; returns a host numpy array of the broadcast shape.
+    ``g``/inputs/``out``/attributes serves every plan of an op), or a sequence in ``params``
+    order.  ``dtype``: the compute dtype name (``'float32'``, ...); inputs are cast to it, except
+    parameters typed ``'bool'`` in ``param_types`` (``where``'s ``c``).  Inputs are broadcast
+    against each other; returns a host numpy array of the broadcast shape.
     """
     from numba import cuda  # lazy (0.5-1.2 s; honours NUMBA_ENABLE_CUDASIM)
 
     dtype = np.dtype(dtype).name
-    tag, params, expr, param_types = pointwise_plan(op, role)
+    tag, params, expr, param_types = plan
     if isinstance(arrays, Mapping):
         missing = [p for p in params if p not in arrays]
         if missing:
