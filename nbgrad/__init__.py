@@ -41,7 +41,7 @@ from .ops.indexing import (gather, index_select, masked_select, nonzero, scatter
 from .ops.linalg import bmm, dot, einsum, ger, matmul, mm, mv, outer  # noqa: E402
 from .ops.softmax import log_softmax, softmax  # noqa: E402
 from .ops.registry import REGISTRY  # noqa: E402,F401
-from .ops.elementwise import elementwise  # noqa: E402
+from .ops.symbolic import elementwise  # noqa: E402
 from . import autograd, cuda, utils  # noqa: E402,F401
 from . import nn, optim  # noqa: E402,F401
 from .serialization import load, save  # noqa: E402
