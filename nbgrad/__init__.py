@@ -30,7 +30,7 @@ for _op in REGISTRY.values():
         for _name in _op.public_names:
             globals()[_name] = _op.fn
 del _op, _name
-from .ops.elementwise import elementwise  # noqa: E402
+from .ops.symbolic import elementwise  # noqa: E402
 from . import autograd, cuda, utils  # noqa: E402,F401
 from . import nn, optim  # noqa: E402,F401
 from .serialization import load, save  # noqa: E402

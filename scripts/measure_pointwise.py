@@ -7,8 +7,8 @@ op's formula (``cpu_kernel(op.name, op.args + op.attrs, op.formula, dtype)``), o
 N_SMALL float32 elements.
 
 Part 2 -- fused backward: the one-pass ``g * d`` kernel that ``pointwise_vjp`` uses when
-``create_graph=False`` (built exactly as ``ops/dispatch.py`` builds it) against the numpy
-expression that computes the same thing with temporaries.
+``create_graph=False`` (its ``ops.formula.kernel_plan``) against the numpy expression that
+computes the same thing with temporaries.
 
 Both sides allocate their output, as the library does.  Repeats are interleaved (A, B, A, B,
 ...) and the median of each side is reported; the ratio is Numba time / numpy time, so a value
@@ -25,8 +25,8 @@ import time
 import numpy as np
 
 import nbgrad
-from nbgrad.kernels.pointwise import cpu_kernel
-from nbgrad.ops.dispatch import _plan
+from nbgrad.kernels.build import cpu_kernel
+from nbgrad.ops.formula import kernel_plan
 from nbgrad.ops.registry import REGISTRY
 
 N_LARGE = 1 << 22   # 4M
@@ -77,7 +77,8 @@ def forward_table(dtype, repeat, rng):
             arrs = _inputs(op, n, dtype, rng)
             uf = op.numpy
             with np.errstate(all="ignore"):
-                a, b = ab(lambda: uf(*arrs), lambda: k(*arrs), n, repeat)
+                a, b = ab(lambda uf=uf, arrs=arrs: uf(*arrs), lambda k=k, arrs=arrs: k(*arrs),
+                          n, repeat)
                 ra, rb = uf(*arrs), k(*arrs)
             assert ra.dtype == rb.dtype == np.dtype(dtype), (op.name, ra.dtype, rb.dtype)
             cells += [_fmt_t(a), _fmt_t(b), "%.2f" % (b / a)]
@@ -105,16 +106,16 @@ def backward_table(dtype, repeat, rng):
     print("|---|---|---|---:|---:|---:|")
     for name, (i, composite) in NUMPY_VJP.items():
         op = REGISTRY[name]
-        params, expr, const = _plan(op)[i]
-        assert const is None
-        k = cpu_kernel("%s_vjp%d" % (op.name, i), params, expr, dtype)
+        tag, params, expr, _ = kernel_plan(op, "vjp%d" % i)
+        k = cpu_kernel(tag, params, expr, dtype)
         xs = _inputs(op, n, dtype, rng)
         fwd = op.numpy or cpu_kernel(op.name, op.args, op.formula, dtype)
         values = {"g": rng.standard_normal(n).astype(dtype), "out": fwd(*xs)}
         values.update(zip(op.args, xs))
         args = [values[p] for p in params]
         np.testing.assert_allclose(k(*args), composite(values), rtol=1e-5, atol=1e-6)
-        a, b = ab(lambda: k(*args), lambda: composite(values), n, repeat)
+        a, b = ab(lambda k=k, args=args: k(*args),
+                  lambda composite=composite, values=values: composite(values), n, repeat)
         print("| %s | `%s` | same, with numpy temporaries | %s | %s | %.2f |"
               % (name, expr, _fmt_t(a), _fmt_t(b), a / b))
 

@@ -3,10 +3,10 @@
 Run by tests/test_cuda_sim.py in a subprocess with ``NUMBA_ENABLE_CUDASIM=1`` (it must be set
 before numba is imported, NUMBA-NOTES section 6.2); on a machine with a GPU it can also be run
 directly (``python tests/cuda_sim_check.py --gpu``).  For each op and dtype: the forward formula
-and every fused backward expression ``g * (partial)`` -- the same (params, expr) that
-``ops.dispatch._plan`` compiles for the CPU -- are built by ``pointwise.cuda_kernel``, launched
-by ``kernels.cuda_launch.run_pointwise_cuda`` on broadcast inputs, and compared with
-``pointwise.cpu_kernel`` on the same inputs.  The simulator costs ~0.2 ms per element, so inputs
+and every fused backward expression ``g * (partial)`` -- the kernel plans of
+``ops.formula.kernel_plan``, which the CPU side compiles too -- are built by
+``build.cuda_kernel``, launched by ``kernels.cuda.launch.run_formula`` on broadcast inputs, and
+compared with ``build.cpu_kernel`` on the same inputs.  The simulator costs ~0.2 ms per element, so inputs
 are a few hundred elements.  Then launcher corner cases (``check_launcher_edges``).  Prints one
 line per kernel and ``OK <n> kernels, <m> launcher cases (...)`` at the end.
 """
@@ -32,7 +32,6 @@ ATOL_ULPS = 2
 
 def make_inputs(op, dtype, rng):
     """name -> host array for every name a kernel of ``op`` can use (inputs, ``g``, ``out``)."""
-    import numpy as np
     # broadcasting in every binary kernel: (4, 1, 12) against (5, 12) -> 240 elements
     shapes = {0: (4, 1, 12), 1: (5, 12), 2: (4, 5, 12)}
     lo, hi = op.hints.get("domain", (-3.0, 3.0))
@@ -65,13 +64,17 @@ def check(op_names=OPS, dtypes=DTYPES, seed=0, verbose=True):
     from numba import cuda
     from numba.core.errors import NumbaPerformanceWarning
 
-    from nbgrad.kernels.cuda_launch import pointwise_plan, run_pointwise_cuda
-    from nbgrad.kernels.pointwise import cpu_kernel
+    from nbgrad.kernels.build import cpu_kernel
+    from nbgrad.kernels.cuda import scalar
+    from nbgrad.kernels.cuda.launch import run_formula
+    from nbgrad.kernels.vocab import VOCAB
+    from nbgrad.ops.formula import kernel_plan
     from nbgrad.ops.registry import REGISTRY
 
     warnings.simplefilter("ignore", NumbaPerformanceWarning)  # tiny grids, by design
     if not cuda.is_available():
         raise SystemExit("numba.cuda is not available (no GPU and NUMBA_ENABLE_CUDASIM unset)")
+    assert scalar.__all__ == list(VOCAB) and all(callable(getattr(scalar, n)) for n in VOCAB)
     rng = np.random.default_rng(seed)
     n_kernels = 0
     for name in op_names:
@@ -80,7 +83,7 @@ def check(op_names=OPS, dtypes=DTYPES, seed=0, verbose=True):
         for dtype in dtypes:
             vals = make_inputs(op, dtype, rng)
             for role in roles:
-                tag, params, expr, ptypes = pointwise_plan(op, role)
+                plan = tag, params, expr, ptypes = kernel_plan(op, role)
                 cpu = cpu_kernel(tag, params, expr, dtype, ptypes)
                 if role == "fwd":
                     with np.errstate(all="ignore"):
@@ -91,7 +94,7 @@ def check(op_names=OPS, dtypes=DTYPES, seed=0, verbose=True):
                     with np.errstate(all="ignore"):
                         expected = np.asarray(cpu(*[vals[p] for p in params]))
                 t0 = time.perf_counter()
-                got = run_pointwise_cuda(op, role, vals, dtype)
+                got = run_formula(plan, vals, dtype)
                 dt = time.perf_counter() - t0
                 assert got.shape == expected.shape, (tag, got.shape, expected.shape)
                 assert got.dtype == np.dtype(dtype), (tag, got.dtype, dtype)
@@ -111,8 +114,9 @@ def check_launcher_edges(verbose=True):
     buffers, 0-d inputs, a zero-size input (no launch), more than one block's worth of work."""
     import numpy as np
 
-    from nbgrad.kernels.cuda_launch import pointwise_plan, run_pointwise_cuda
-    from nbgrad.kernels.pointwise import cpu_kernel
+    from nbgrad.kernels.build import cpu_kernel
+    from nbgrad.kernels.cuda.launch import run_formula
+    from nbgrad.ops.formula import kernel_plan
 
     rng = np.random.default_rng(1)
     f32 = np.float32
@@ -126,10 +130,10 @@ def check_launcher_edges(verbose=True):
         ("exp", "fwd", {"x": np.linspace(-2, 2, 200, dtype=f32)}),  # > 1 block of 64
     ]
     for name, role, vals in cases:
-        tag, params, expr, ptypes = pointwise_plan(name, role)
+        plan = tag, params, expr, ptypes = kernel_plan(name, role)
         expected = np.asarray(cpu_kernel(tag, params, expr, "float32", ptypes)(
             *[vals[p] for p in params]))
-        got = run_pointwise_cuda(name, role, vals, "float32")
+        got = run_formula(plan, vals, "float32")
         assert got.shape == expected.shape and got.dtype == expected.dtype, (tag, got, expected)
         assert_close(got, expected, RTOL["float32"], 0, "%s %s: %s" % (tag, params, expr))
         if verbose:

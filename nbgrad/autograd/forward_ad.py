@@ -3,47 +3,42 @@
 Inside ``dual_level()``, ``make_dual(p, t)`` attaches tangent ``t`` to (an alias of) ``p`` and
 every op propagates tangents as it computes primals:
   * elementwise ops use the JVP derived from their registry partials: t_out = sum_i t_i * d_i
-    (ops/dispatch.py, the same formulas as the fused backward);
+    (``ops.formula.pointwise_jvp``, the same strings as the fused backward);
   * every other op (reductions, views, indexing, matmul, softmax, ...) gets its JVP by
     transposing its VJP (``_transposed_jvp``): for a linear-in-v function vjp(v) = J^T v,
     J t = d<vjp(v), t>/dv, computed with one double backward through the op's own,
     differentiable backward formula.
+The tangent state itself lives in autograd/dual.py, below ops.
 """
 import collections
 import functools
 
 from .. import _flags, grad_mode
 from .._tensor import Tensor
+from ..ops.registry import FORWARD_RULES, TRANSPOSE
+from .dual import (
+    DUAL,
+    close_level,
+    open_level,
+    restore_tangent,  # noqa: F401  (autograd/graph.py imports it from here)
+    set_tangent,
+    tangent_of,
+)
 
-__all__ = ["dual_level", "make_dual", "unpack_dual", "enter_dual_level", "exit_dual_level",
-           "UnpackedDualTensor"]
+__all__ = ["UnpackedDualTensor", "dual_level", "enter_dual_level", "exit_dual_level",
+           "make_dual", "unpack_dual"]
+
+_set_tangent = set_tangent  # the name ops/api.py and autograd/function.py import (new: dual)
 
 UnpackedDualTensor = collections.namedtuple("UnpackedDualTensor", ["primal", "tangent"])
 
-_LEVEL = [-1]
-_DUALS = []  # tensors carrying tangents at the current level (cleared on exit)
-# 1 while every tangent carries a leading batch dim (jacobian(strategy="forward-mode",
-# vectorize=True): one forward pass pushes all the basis tangents at once)
-_TBATCH = [0]
-_GEN = [0]  # counts dual levels, so a tangent saved at one level is never seen at another
-
 
 def enter_dual_level():
-    if _LEVEL[0] >= 0:
-        raise RuntimeError("Nested forward mode AD is not supported at the moment")
-    _LEVEL[0] = 0
-    _GEN[0] += 1
-    _flags.FWD = True
-    return 0
+    return open_level()
 
 
 def exit_dual_level(*, level=None):
-    for t in _DUALS:
-        t.__dict__.pop("_fw_grad", None)
-    _DUALS.clear()
-    _LEVEL[0] = -1
-    _TBATCH[0] = 0
-    _flags.FWD = False
+    close_level()
 
 
 class dual_level:
@@ -57,27 +52,9 @@ class dual_level:
         return False
 
 
-def _set_tangent(t, tangent):
-    t._fw_grad = tangent
-    _DUALS.append(t)
-    node = t.grad_fn
-    saved = getattr(node, "saved", None) if node is not None else None
-    if saved:  # the node saved this very output: its backward must see the tangent too
-        for s in saved.values():
-            if getattr(s, "is_output", False) and s.data is t._data:
-                s.fw = (_GEN[0], tangent)
-
-
-def restore_tangent(t, fw):
-    """Give an unpacked saved output the tangent its tensor had (same dual level only)."""
-    if fw[0] == _GEN[0] and _LEVEL[0] >= 0:
-        t._fw_grad = fw[1]
-        _DUALS.append(t)
-
-
 def make_dual(tensor, tangent, *, level=None):
     """An alias of ``tensor`` whose tangent is ``tangent`` (same shape)."""
-    if _LEVEL[0] < 0:
+    if DUAL.level < 0:
         raise RuntimeError("make_dual can only be used inside a dual_level context (use "
                            "`with fwAD.dual_level():`)")
     if not isinstance(tangent, Tensor) or tangent.shape != tensor.shape:
@@ -89,7 +66,7 @@ def make_dual(tensor, tangent, *, level=None):
         raise RuntimeError("Expected both tensor and its forward grad to be floating point or "
                            "complex")
     alias = _alias(tensor)
-    _set_tangent(alias, tangent.to(tensor.dtype))
+    set_tangent(alias, tangent.to(tensor.dtype))
     return alias
 
 
@@ -102,18 +79,17 @@ def _alias(t):
 def batched_dual_level(tensors, tangents):
     """Enter a dual level whose tangents have one leading batch dim; returns the dual
     aliases of ``tensors`` (tangent i has shape ``(B, *tensors[i].shape)``)."""
-    enter_dual_level()
-    _TBATCH[0] = 1
+    open_level(tangent_batch_dims=1)
     duals = []
     for x, t in zip(tensors, tangents):
         alias = _alias(x)
-        _set_tangent(alias, t.to(x.dtype))
+        set_tangent(alias, t.to(x.dtype))
         duals.append(alias)
     return duals
 
 
 def _batch_shape(t):
-    return t.shape[:_TBATCH[0]]
+    return t.shape[:DUAL.tangent_batch_dims]
 
 
 def unpack_dual(tensor, *, level=None):
@@ -128,10 +104,6 @@ def unpack_dual(tensor, *, level=None):
     finally:
         _flags.FWD = prev
     return UnpackedDualTensor(primal, tangent)
-
-
-def tangent_of(t):
-    return t.__dict__.get("_fw_grad") if isinstance(t, Tensor) else None
 
 
 def _tensors_in(obj, out):
@@ -155,8 +127,8 @@ def _replace(obj, mapping):
 
 def _transposed_jvp(fn, args, kwargs, outs):
     """Tangents of ``outs`` = fn(args) by transposing fn's VJP (one double backward)."""
-    from . import grad
     from ..creation import zeros_like
+    from . import grad
     duals = [t for t in _tensors_in(args, []) if tangent_of(t) is not None]
     with grad_mode.enable_grad():
         prims = {id(t): t.detach().requires_grad_(True) for t in duals}
@@ -173,13 +145,13 @@ def _transposed_jvp(fn, args, kwargs, outs):
             return
         # batched tangents: the second backward is a batched one (NOTE [batched backward])
         ts = grad([g for g, _ in used], vs, [tan for _, tan in used], allow_unused=True,
-                  is_grads_batched=bool(_TBATCH[0]))
+                  is_grads_batched=bool(DUAL.tangent_batch_dims))
     lead = _batch_shape(used[0][1])
     for (o2, o), tan in zip(pairs, ts):
         if tan is None:
             from ..creation import zeros
             tan = zeros(*(tuple(lead) + tuple(o2.shape)), dtype=o2.dtype)
-        _set_tangent(o, tan.detach())
+        set_tangent(o, tan.detach())
 
 
 def with_jvp(fn):
@@ -203,42 +175,10 @@ def with_jvp(fn):
     return wrapper
 
 
-def pointwise_jvp(op, inputs, attrs, out):
-    """t_out = sum_i t_i * d_i, from the op's registry partials (ops/pointwise.py)."""
-    from ..ops.mathns import TENSOR_NS
-    tans = [tangent_of(x) for x in inputs]
-    if all(t is None for t in tans) or out.dtype.category < 2:
-        return
-    _flags.FWD = False
-    try:
-        with grad_mode.set_grad_enabled(grad_mode.is_grad_enabled()):
-            ns = dict(TENSOR_NS)
-            for name, x in zip(op.args, inputs):
-                ns[name] = x.detach() if isinstance(x, Tensor) else x
-            ns["out"] = out.detach()
-            for n, v in zip(op.attrs, attrs):
-                ns[n] = v
-            total = None
-            nd = out.ndim
-            for i, (p, t) in enumerate(zip(op.partials, tans)):
-                if p is None or t is None:
-                    continue
-                if _TBATCH[0] and t.ndim - 1 < nd:  # keep the batch dim in front of out's
-                    t = t.reshape(t.shape[0], *((1,) * (nd - t.ndim + 1)), *t.shape[1:])
-                term = t * eval(p, ns)
-                total = term if total is None else total + term
-        if total is not None:
-            full = tuple(total.shape[:_TBATCH[0]]) + tuple(out.shape)
-            if tuple(total.shape) != full:
-                total = total.expand(*full)
-            _set_tangent(out, total.to(out.dtype) if total.dtype is not out.dtype else total)
-    finally:
-        _flags.FWD = True
-
-
 def _check_forward_ad(func, inputs, idx, eps, atol, rtol):
     """gradcheck(check_forward_ad=True): forward-mode JVPs against central differences."""
     import numpy as np
+
     import nbgrad
     rng = np.random.default_rng(0)
     for i in idx:
@@ -265,6 +205,4 @@ def _check_forward_ad(func, inputs, idx, eps, atol, rtol):
 
 
 # the registry's ops call this rule inside a dual level (ops/registry.py: OpDef.define)
-from ..ops.registry import FORWARD_RULES, TRANSPOSE  # noqa: E402
-
 FORWARD_RULES[TRANSPOSE] = with_jvp

@@ -12,6 +12,7 @@ from ..grad_mode import STATE
 from ..ops.indexing import _scatter_lin, _take_lin, index_put
 from ..ops.registry import new_node, node_class
 from .engine import _fit as conform_grads  # renamed in the engine split
+from .dual import set_tangent
 from .graph import SavedOutput, edge
 
 _make = Tensor._make
@@ -90,8 +91,7 @@ def inplace(self, fn, *args, **kwargs):
     self._data[...] = res._data
     self._vc[0] += 1
     if _flags.FWD and "_fw_grad" in res.__dict__:
-        from .forward_ad import _set_tangent  # cycle: forward_ad -> autograd -> inplace
-        _set_tangent(self, res._fw_grad)
+        set_tangent(self, res._fw_grad)
     if res.grad_fn is not None:
         node = res.grad_fn
         if self._base is not None and (self._base._requires_grad or record):

@@ -10,10 +10,10 @@ from .. import _flags
 from .. import dtypes as _dt
 from .._fpstate import EXTOBJ as _EXTOBJ, IGNORE as _IGNORE, call_quiet as _call_quiet
 from .._tensor import Tensor
-from ..autograd.batching import batched
 from ..autograd.graph import SavedOutput, SavedTensor, edge, next_seq
 from ..grad_mode import STATE
-from ..kernels.pointwise import cpu_kernel, names_in
+from ..kernels.build import cpu_kernel
+from .formula import pointwise_jvp
 from .registry import taps
 
 _make = Tensor._make
@@ -110,7 +110,6 @@ def pointwise(op, inputs, attrs=()):
     else:
         t = _make(out)
     if _flags.FWD:
-        from ..autograd.forward_ad import pointwise_jvp
         pointwise_jvp(op, inputs, attrs, t)
     return t
 
@@ -187,7 +186,6 @@ def binary(op, a, b):
     else:
         t = _make(out)
     if _flags.FWD:
-        from ..autograd.forward_ad import pointwise_jvp
         pointwise_jvp(op, (a, b), (), t)
     return t
 
@@ -231,79 +229,5 @@ def unary(op, a):
     else:
         t = _make(out)
     if _flags.FWD:
-        from ..autograd.forward_ad import pointwise_jvp
         pointwise_jvp(op, (a,), (), t)
     return t
-
-
-_VJP_PLANS = {}
-
-
-def _plan(op):
-    """Per partial: (params, expr, constant or None).  Built once per op."""
-    plan = _VJP_PLANS.get(op.name)
-    if plan is None:
-        plan = []
-        known = op.args + ("out",) + op.attrs
-        for p in op.partials:
-            if p is None:
-                plan.append(None)
-                continue
-            used = names_in(p)
-            try:
-                const = float(eval(p, {}))  # "1", "-1", "0": no kernel needed
-            except Exception:
-                const = None
-            params = ("g",) + tuple(n for n in known if n in used)
-            plan.append((params, "g * (%s)" % p, const))
-        _VJP_PLANS[op.name] = plan
-    return plan
-
-
-def vjp_of(op):
-    """The node backward of pointwise ``op``; broadcasting makes it batch-aware as it is."""
-    return batched(lambda node, grads: pointwise_vjp(op, node, grads))
-
-
-def pointwise_vjp(op, node, grads):
-    g = grads[0]
-    nf = node.next_functions
-    attrs, cd = node.attrs
-    out = []
-    if not STATE.enabled:  # fused one-pass Numba backward (create_graph=False)
-        npd = _dt._NAMES[cd].np
-        garr = g._data if g._data.dtype == npd else g._data.astype(npd)
-        values = None
-        for i, item in enumerate(_plan(op)):
-            if item is None or nf[i][0] is None:
-                out.append(None)
-                continue
-            params, expr, const = item
-            if const is not None:
-                out.append(g if const == 1.0 else _make(np.asarray(garr * npd.type(const))))
-                continue
-            if values is None:
-                values = {"g": garr}
-                for n in op.saves:
-                    values[n] = node.array(n)
-                for n, v in zip(op.attrs, attrs):
-                    values[n] = v
-            k = cpu_kernel("%s_vjp%d" % (op.name, i), params, expr, cd,
-                           {n: "bool" for n in op.bool_args})
-            r = k(*[values[n] for n in params])
-            out.append(_make(r if type(r) is np.ndarray else np.asarray(r)))
-        return tuple(out)
-    # create_graph: evaluate the same partials with differentiable nbgrad ops
-    from .mathns import TENSOR_NS, typed_where
-    ns = dict(TENSOR_NS)
-    ns["where"] = typed_where(g.dtype)  # where(c, 1, 0.5): numbers take the gradient's dtype
-    for n in op.saves:
-        ns[n] = node.unpack(n)
-    for n, v in zip(op.attrs, attrs):
-        ns[n] = v
-    for i, p in enumerate(op.partials):
-        if p is None or nf[i][0] is None:
-            out.append(None)
-            continue
-        out.append(g * eval(p, ns))
-    return tuple(out)

@@ -10,7 +10,7 @@ plain arithmetic); see docs/performance.md.
 """
 import numpy as np
 
-from .dispatch import vjp_of
+from .formula import vjp_of
 from .registry import FUNCTION, INPLACE, METHOD, OUT, OpDef, register
 
 LN2 = "0.6931471805599453"

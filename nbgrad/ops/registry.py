@@ -22,7 +22,7 @@ from .._tensor import Tensor
 from ..autograd.graph import Node, SavedOutput, SavedTensor, edge, next_seq
 from ..grad_mode import STATE
 from ..autograd.anomaly_mode import STATE as _anomaly
-from ..kernels.pointwise import names_in
+from ..kernels.build import names_in
 
 REGISTRY = {}
 _NODE_CLASSES = {}

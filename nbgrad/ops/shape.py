@@ -233,7 +233,7 @@ def expand(input, *sizes):
                                    "Tensor sizes: %s" % (s, cur, i, list(sizes), list(shape)))
             target.append(s)
     # a writeable stride-0 view (np.broadcast_to's is read-only); in-place writes to it are
-    # refused by ops.api.check_inplace with PyTorch's "single memory location" error
+    # refused by autograd.inplace.check_inplace with PyTorch's "single memory location" error
     src = input._data
     strides = [0] * (len(target) - src.ndim) + [
         0 if (s == 1 and t != 1) else st for s, t, st in zip(src.shape, target[off:],

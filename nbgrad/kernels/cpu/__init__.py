@@ -1,1 +1,2 @@
-"""Hand-written Numba CPU kernels (reductions, indexing).  Same names as kernels/cuda/."""
+"""Numba CPU kernels: the vocabulary's CPU binding (scalar.py) and the hand-written kernels
+(reductions, softmax, indexing, conv, pooling, norms, losses, optimizers)."""

@@ -7,24 +7,60 @@
 The function body (one ``return`` expression) is differentiated symbolically here, per argument,
 and registered like any op in ops/pointwise.py: a compiled Numba forward ufunc, a fused one-pass
 compiled backward ``g * d`` per input, a differentiable backward for create_graph, broadcasting
-and dtype promotion.  Accepted vocabulary: + - * / ** (unary -), comparisons inside ``where``,
-exp log log1p expm1 sqrt rsqrt sin cos tan tanh sigmoid erf abs(fabs) where maximum minimum
-floor ceil trunc sign (the last four have zero derivative); numbers; the function's arguments.
+and dtype promotion.  Accepted: numbers, the function's arguments, + - * / ** and unary -,
+``where(cond, a, b)`` (cond a comparison), ``maximum``, ``minimum``, and each one-argument
+vocabulary function (kernels/vocab.py) whose registry op's partial gives its derivative: exp exp2
+log log2 log1p expm1 sqrt rsqrt sin cos tan tanh sigmoid erf abs round floor ceil trunc sign
+(Python's ``abs`` and ``round`` are the vocabulary's ``fabs`` and ``rint``).
 """
 import ast
+import copy
 import inspect
 import textwrap
 
-from .registry import OpDef, register
+from .._tensor import Tensor
+from ..kernels.vocab import VOCAB
+from .dispatch import pointwise
+from .formula import OP_OF, vjp_of
+from .registry import REGISTRY, OpDef, register
 
-_UNARY_D = {  # d/du f(u), as an expression in u (string template with {u})
-    "exp": "exp({u})", "log": "1 / ({u})", "log1p": "1 / (1 + {u})", "expm1": "exp({u})",
-    "sqrt": "0.5 / sqrt({u})", "rsqrt": "-0.5 * rsqrt({u}) / ({u})", "sin": "cos({u})",
-    "cos": "-sin({u})", "tan": "1 + tan({u}) * tan({u})", "tanh": "1 - tanh({u}) * tanh({u})",
-    "sigmoid": "sigmoid({u}) * (1 - sigmoid({u}))",
-    "erf": "1.1283791670955126 * exp(-({u}) * ({u}))", "fabs": "sign({u})", "abs": "sign({u})",
-    "floor": "0", "ceil": "0", "trunc": "0", "sign": "0", "rint": "0",
-}
+# Python builtins a formula may use for vocabulary functions: abs -> fabs, round -> rint
+_RENAME = {op: f for f, op in OP_OF.items()}
+
+_DERIVATIVES = {}  # vocabulary function -> its registry partial as an ast over x and out
+
+
+def _derivative_rule(f):
+    """The registry partial of the one-argument op computing vocabulary function ``f``, parsed:
+    the op's formula is ``f(x)`` (or the same maths, e.g. sigmoid's ``1 / (1 + exp(-x))``), so
+    ``d f(u) / du`` is that partial with ``x := u`` and ``out := f(u)``.  None if ``f`` has no
+    such op."""
+    rule = _DERIVATIVES.get(f)
+    if rule is None and f in VOCAB:
+        op = REGISTRY.get(OP_OF.get(f, f))
+        if (op is not None and op.kind == "pointwise" and op.args == ("x",) and not op.attrs
+                and len(op.partials) == 1 and op.partials[0] is not None):
+            rule = _DERIVATIVES[f] = ast.parse(op.partials[0], mode="eval").body
+    return rule
+
+
+class _Substitute(ast.NodeTransformer):
+    def __init__(self, names):
+        self.names = names
+
+    def visit_Name(self, node):
+        new = self.names.get(node.id)
+        return copy.deepcopy(new) if new is not None else node
+
+
+def _chain_factor(f, u):
+    """``d f(u) / du`` as an expression string, or None if ``f`` is not differentiable here."""
+    rule = _derivative_rule(f)
+    if rule is None:
+        return None
+    call = ast.Call(func=ast.Name(id=f, ctx=ast.Load()), args=[u], keywords=[])
+    tree = _Substitute({"x": u, "out": call}).visit(copy.deepcopy(rule))
+    return _src(ast.fix_missing_locations(tree))
 
 
 def _src(node):
@@ -96,11 +132,13 @@ def derive(node, var):
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         f = node.func.id
         args = node.args
-        if f in _UNARY_D and len(args) == 1:
-            du = derive(args[0], var)
-            if _is_zero(du) or _UNARY_D[f] == "0":
-                return "0"
-            return _mul(du, _UNARY_D[f].format(u=_src(args[0])))
+        if len(args) == 1 and f not in ("where", "maximum", "minimum"):
+            factor = _chain_factor(f, args[0])
+            if factor is not None:
+                du = derive(args[0], var)
+                if _is_zero(du) or _is_zero(factor):
+                    return "0"
+                return _mul(du, factor)
         if f == "where" and len(args) == 3:
             da, db = derive(args[1], var), derive(args[2], var)
             if _is_zero(da) and _is_zero(db):
@@ -111,7 +149,7 @@ def derive(node, var):
             da, db = derive(args[0], var), derive(args[1], var)
             return "where((%s) %s (%s), %s, %s)" % (_src(args[0]), cmp, _src(args[1]), da, db)
     raise ValueError("nbgrad.elementwise: cannot differentiate %r (see the docstring of "
-                     "nbgrad.ops.elementwise for the accepted vocabulary)" % _src(node))
+                     "nbgrad.ops.symbolic for the accepted vocabulary)" % _src(node))
 
 
 def _formula(fn):
@@ -125,9 +163,6 @@ def _formula(fn):
         raise ValueError("nbgrad.elementwise: the function body must be a single return "
                          "expression")
     return [a.arg for a in fdef.args.args], body[0].value
-
-
-_RENAME = {"abs": "fabs", "round": "rint"}
 
 
 class _Rename(ast.NodeTransformer):
@@ -148,7 +183,6 @@ def elementwise(fn=None, *, name=None):
     camel = "".join(p.capitalize() for p in fn.__name__.split("_"))
     op = OpDef(opname, "pointwise", formula=_src(expr), partials=partials, args=tuple(argnames),
                node=camel + "Backward", rule="float", method=False, inplace=False)
-    from .dispatch import pointwise, vjp_of
     op.vjp = vjp_of(op)
     register(op)
 
@@ -156,7 +190,6 @@ def elementwise(fn=None, *, name=None):
         if len(args) != len(argnames):
             raise TypeError("%s() takes %d arguments (%d given)" % (fn.__name__, len(argnames),
                                                                     len(args)))
-        from .._tensor import Tensor
         if not any(isinstance(a, Tensor) for a in args):
             raise TypeError("%s(): expected at least one Tensor argument" % fn.__name__)
         first = next(i for i, a in enumerate(args) if isinstance(a, Tensor))

@@ -1,0 +1,45 @@
+"""CUDA binding of the formula vocabulary (kernels/vocab.py): ``math`` functions and the
+vocabulary's helpers compiled as ``cuda.jit`` device functions.  Generated CUDA kernels
+(kernels/build.py) ``from nbgrad.kernels.cuda.scalar import *``.
+
+``inline="always"`` inlines at Numba-IR level: numba-cuda deprecates a bool ``inline``, and the
+simulator ignores the option.
+"""
+import math
+
+from numba import cuda
+
+from .. import vocab
+
+__all__ = list(vocab.VOCAB)
+
+exp = math.exp
+log = math.log
+log2 = math.log2
+log1p = math.log1p
+expm1 = math.expm1
+sqrt = math.sqrt
+sin = math.sin
+cos = math.cos
+tan = math.tan
+tanh = math.tanh
+floor = math.floor
+ceil = math.ceil
+trunc = math.trunc
+fabs = math.fabs
+isnan = math.isnan
+erf = math.erf
+
+
+def _device(helper):
+    return cuda.jit(device=True, inline="always")(vocab.rebind(helper, globals()))
+
+
+where = _device(vocab.where)
+sigmoid = _device(vocab.sigmoid)
+sign = _device(vocab.sign)
+rsqrt = _device(vocab.rsqrt)
+maximum = _device(vocab.maximum)
+minimum = _device(vocab.minimum)
+exp2 = _device(vocab.exp2)
+rint = _device(vocab.rint)

@@ -1,0 +1,90 @@
+"""The formula vocabulary, declared once: what a pointwise formula may call (``VOCAB``).
+
+This module is also the plain-Python (``math``) binding of it, holding the one copy of each
+helper body; kernels/cpu/scalar.py and kernels/cuda/scalar.py compile those bodies with ``rebind``.
+"""
+import math
+import types
+
+VOCAB = ("where", "sigmoid", "sign", "rsqrt", "erf", "exp", "exp2", "log", "log2", "log1p",
+         "expm1", "sqrt", "sin", "cos", "tan", "tanh", "floor", "ceil", "trunc", "rint", "fabs",
+         "isnan", "maximum", "minimum")
+
+__all__ = list(VOCAB) + ["VOCAB", "rebind"]
+
+# Library functions: each binding replaces these with its own (numpy ufuncs, CUDA ``math``).
+exp = math.exp
+log = math.log
+log2 = math.log2
+log1p = math.log1p
+expm1 = math.expm1
+sqrt = math.sqrt
+sin = math.sin
+cos = math.cos
+tan = math.tan
+tanh = math.tanh
+floor = math.floor
+ceil = math.ceil
+trunc = math.trunc
+fabs = math.fabs
+isnan = math.isnan
+erf = math.erf
+
+
+def rebind(fn, namespace):
+    """``fn`` whose global names (``exp``, ``floor``, ...) are looked up in ``namespace``.
+
+    A binding passes its module's ``globals()``, so a helper body written here calls that
+    binding's library functions (``np.exp`` on the CPU, ``math.exp`` on CUDA) when compiled.
+    """
+    return types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__,
+                              fn.__closure__)
+
+
+# Helpers: every binding compiles these bodies.
+
+def where(c, a, b):
+    return a if c else b
+
+
+def sigmoid(x):
+    # one-sided formulas keep exp from overflowing for large |x|
+    if x >= 0:
+        return 1 / (1 + exp(-x))
+    e = exp(x)
+    return e / (1 + e)
+
+
+def sign(x):
+    return (x > 0) - (x < 0) if x == x else x
+
+
+def rsqrt(x):
+    return 1 / sqrt(x)
+
+
+def maximum(a, b):  # NaN-propagating, like numpy and PyTorch
+    if a != a:
+        return a
+    if b != b:
+        return b
+    return a if a > b else b  # noqa: FURB136  (max() may order NaN/-0.0 otherwise in Numba)
+
+
+def minimum(a, b):
+    if a != a:
+        return a
+    if b != b:
+        return b
+    return a if a < b else b  # noqa: FURB136
+
+
+# For targets whose library lacks them (CUDA's math); the CPU binding uses numpy's ufuncs.
+
+def exp2(x):
+    return math.pow(2.0, x)
+
+
+def rint(x):
+    # round half to even (numpy's and PyTorch's rule), from floor
+    return floor(x + 0.5) if x - floor(x) != 0.5 else 2.0 * floor(x / 2.0 + 0.5)

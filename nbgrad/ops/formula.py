@@ -1,0 +1,239 @@
+"""Everything that evaluates a pointwise op's formula and partial strings (ops/pointwise.py).
+
+One string, several bindings: the fused Numba backward and the differentiable (``create_graph``)
+backward of ``vjp_of``, the forward-mode JVP, the kernel plans the CUDA launcher runs, and the
+vocabulary bound to differentiable nbgrad functions that the last three evaluate partials with.
+"""
+import numpy as np
+
+from .. import _flags, grad_mode
+from .. import dtypes as _dt
+from .._tensor import Tensor
+from ..autograd.batching import batched
+from ..autograd.dual import DUAL, set_tangent, tangent_of
+from ..creation import tensor
+from ..grad_mode import STATE
+from ..kernels import vocab
+from ..kernels.build import cpu_kernel, names_in
+from .registry import REGISTRY
+
+__all__ = ["OP_OF", "kernel_plan", "names_in", "partials_of", "pointwise_jvp",
+           "pointwise_vjp", "tensor_namespace", "typed_where", "vjp_of"]
+
+_make = Tensor._make
+
+# The nbgrad op computing a vocabulary function, where the names differ (same maths).
+OP_OF = {"fabs": "abs", "rint": "round"}
+
+# ---------------------------------------------------------------------------------------------
+# The vocabulary bound to nbgrad functions
+
+_TENSOR_NS = None
+
+
+def _lift(tensor_fn, scalar_fn):
+    def f(x, *rest):
+        return tensor_fn(x, *rest) if isinstance(x, Tensor) else scalar_fn(x, *rest)
+    f.__name__ = scalar_fn.__name__
+    return f
+
+
+def _where(c, a, b):
+    if isinstance(c, bool):
+        return a if c else b
+    return _fns().where(c, a, b)
+
+
+def _fns():
+    from . import pointwise_fns  # cycle: the public functions are built from this module's vjps
+    return pointwise_fns
+
+
+def typed_where(dtype):
+    """``where`` whose Python-number branches are created in ``dtype`` (not the default)."""
+    def where(c, a, b):
+        if isinstance(c, bool):
+            return a if c else b
+        if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+            a = tensor(a, dtype=dtype)
+        return _fns().where(c, a, b)
+    return where
+
+
+def tensor_namespace():
+    """``eval`` globals binding the vocabulary to differentiable nbgrad functions.
+
+    Each name also takes Python scalars (then it is vocab.py's plain-Python function), so a
+    partial such as ``out * log(c)`` (``c`` a scalar attribute) evaluates either way.  Built on
+    first use: ops/pointwise_fns.py, which holds the functions, imports this module.
+    """
+    global _TENSOR_NS
+    if _TENSOR_NS is None:
+        fns = _fns()
+        ns = {n: _lift(getattr(fns, OP_OF.get(n, n)), getattr(vocab, n)) for n in vocab.VOCAB}
+        ns["where"] = _where
+        ns["__builtins__"] = {}
+        _TENSOR_NS = ns
+    return _TENSOR_NS
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-partial plans, built once per op
+
+class _Partial:
+    """One partial derivative ``d`` of a pointwise op, prepared for the backward: the fused
+    kernel ``g * (d)`` (its tag, parameters, kernels per compute dtype), the constant ``d`` is
+    when it is a number (then no kernel runs), and ``d`` compiled for differentiable
+    evaluation."""
+
+    __slots__ = ("code", "const", "expr", "kernels", "param_types", "params", "tag")
+
+    def __init__(self, op, i, partial):
+        known = op.args + ("out",) + op.attrs
+        used = names_in(partial)
+        self.tag = "%s_vjp%d" % (op.name, i)
+        self.params = ("g",) + tuple(n for n in known if n in used)
+        self.expr = "g * (%s)" % partial
+        self.param_types = {n: "bool" for n in op.bool_args}
+        self.code = compile(partial, "<%s partial %d>" % (op.name, i), "eval")
+        # a number ("1", "-1", "0") needs no kernel: the gradient is passed on or scaled
+        self.const = None if used else float(eval(self.code, {"__builtins__": {}}))
+        self.kernels = {}  # compute dtype name -> the fused ufunc
+
+    def kernel(self, dtype):
+        k = self.kernels.get(dtype)
+        if k is None:
+            k = self.kernels[dtype] = cpu_kernel(self.tag, self.params, self.expr, dtype,
+                                                 self.param_types)
+        return k
+
+
+_PARTIALS = {}  # OpDef -> tuple of _Partial (None where the op has no derivative)
+
+
+def partials_of(op):
+    parts = _PARTIALS.get(op)
+    if parts is None:
+        parts = _PARTIALS[op] = tuple(None if p is None else _Partial(op, i, p)
+                                      for i, p in enumerate(op.partials))
+    return parts
+
+
+def kernel_plan(op, role):
+    """``(tag, params, expr, param_types)`` of a pointwise op's kernel for ``role``.
+
+    ``role`` is ``'fwd'`` (the formula over ``op.args + op.attrs``, as dispatch compiles it) or
+    ``'vjp<i>'`` (``'g * (partial_i)'`` over ``g`` and the names it uses, as ``pointwise_vjp``
+    compiles it).  ``cpu_kernel(*plan[:3], dtype, plan[3])`` or the CUDA launcher
+    (kernels/cuda/launch.py) turn it into a CPU ufunc or a CUDA kernel.
+    """
+    if isinstance(op, str):
+        try:
+            op = REGISTRY[op]
+        except KeyError:
+            raise KeyError("no registry op named %r" % (op,)) from None
+    if op.kind != "pointwise":
+        raise ValueError("%r is not a pointwise op" % (op.name,))
+    if role == "fwd":
+        return op.name, op.args + op.attrs, op.formula, {n: "bool" for n in op.bool_args}
+    if role.startswith("vjp") and role[3:].isdigit():
+        i = int(role[3:])
+        parts = partials_of(op)
+        if i >= len(parts):
+            raise ValueError("%r has %d partials; no %s" % (op.name, len(parts), role))
+        if parts[i] is None:
+            raise ValueError("%r has no derivative for input %d (%s)"
+                             % (op.name, i, op.args[i]))
+        p = parts[i]
+        return p.tag, p.params, p.expr, dict(p.param_types)
+    raise ValueError("role must be 'fwd' or 'vjp<i>', got %r" % (role,))
+
+
+# ---------------------------------------------------------------------------------------------
+# Backward and forward mode
+
+def vjp_of(op):
+    """The node backward of pointwise ``op``; broadcasting makes it batch-aware as it is."""
+    return batched(lambda node, grads: pointwise_vjp(op, node, grads))
+
+
+def pointwise_vjp(op, node, grads):
+    """``g * partial_i`` for each input that needs a gradient: one fused Numba pass per partial
+    when no graph is built, differentiable nbgrad ops under ``create_graph``."""
+    g = grads[0]
+    nf = node.next_functions
+    attrs, cd = node.attrs
+    parts = _PARTIALS.get(op)
+    if parts is None:
+        parts = partials_of(op)
+    out = []
+    if not STATE.enabled:  # create_graph=False
+        npd = _dt._NAMES[cd].np
+        garr = g._data if g._data.dtype == npd else g._data.astype(npd)
+        values = None
+        for i, part in enumerate(parts):
+            if part is None or nf[i][0] is None:
+                out.append(None)
+                continue
+            const = part.const
+            if const is not None:
+                out.append(g if const == 1.0 else _make(np.asarray(garr * npd.type(const))))
+                continue
+            if values is None:
+                values = {"g": garr}
+                for n in op.saves:
+                    values[n] = node.array(n)
+                for n, v in zip(op.attrs, attrs):
+                    values[n] = v
+            k = part.kernels.get(cd)
+            if k is None:
+                k = part.kernel(cd)
+            r = k(*[values[n] for n in part.params])
+            out.append(_make(r if type(r) is np.ndarray else np.asarray(r)))
+        return tuple(out)
+    ns = dict(tensor_namespace())
+    ns["where"] = typed_where(g.dtype)  # where(c, 1, 0.5): numbers take the gradient's dtype
+    for n in op.saves:
+        ns[n] = node.unpack(n)
+    for n, v in zip(op.attrs, attrs):
+        ns[n] = v
+    for i, part in enumerate(parts):
+        if part is None or nf[i][0] is None:
+            out.append(None)
+            continue
+        out.append(g * eval(part.code, ns))
+    return tuple(out)
+
+
+def pointwise_jvp(op, inputs, attrs, out):
+    """Forward mode: give ``out`` the tangent ``sum_i t_i * partial_i`` (same partials)."""
+    tans = [tangent_of(x) for x in inputs]
+    if all(t is None for t in tans) or out.dtype.category < 2:
+        return
+    parts = partials_of(op)
+    batch_dims = DUAL.tangent_batch_dims
+    _flags.FWD = False
+    try:
+        with grad_mode.set_grad_enabled(grad_mode.is_grad_enabled()):
+            ns = dict(tensor_namespace())
+            for name, x in zip(op.args, inputs):
+                ns[name] = x.detach() if isinstance(x, Tensor) else x
+            ns["out"] = out.detach()
+            for n, v in zip(op.attrs, attrs):
+                ns[n] = v
+            total = None
+            nd = out.ndim
+            for part, t in zip(parts, tans):
+                if part is None or t is None:
+                    continue
+                if batch_dims and t.ndim - 1 < nd:  # keep the batch dim in front of out's
+                    t = t.reshape(t.shape[0], *((1,) * (nd - t.ndim + 1)), *t.shape[1:])
+                term = t * eval(part.code, ns)
+                total = term if total is None else total + term
+        if total is not None:
+            full = tuple(total.shape[:batch_dims]) + tuple(out.shape)
+            if tuple(total.shape) != full:
+                total = total.expand(*full)
+            set_tangent(out, total.to(out.dtype) if total.dtype is not out.dtype else total)
+    finally:
+        _flags.FWD = True
