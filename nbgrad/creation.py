@@ -1,6 +1,5 @@
 """Creation functions: tensor, as_tensor, from_numpy, zeros/ones/full/empty(+_like), rand*,
 arange, linspace, eye."""
-import builtins
 import numbers
 import warnings
 
@@ -222,6 +221,3 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     return _finish(np.eye(n, m if m is not None else n, dtype=_dtype_or_default(dtype).np),
                    device, requires_grad)
-
-
-del builtins
