@@ -1,18 +1,21 @@
 """class Tensor: storage (a numpy array on CPU), metadata, autograd fields, repr, interop.
 
-Maths lives in ops/; the Tensor methods that call it are attached by _tensor_methods.py.
+Imports only leaf modules.  Maths lives in ops/; the Tensor methods that call it are attached by
+_tensor_methods.py, and ``Tensor.backward`` by nbgrad.autograd (it needs the engine).
 NOTE [version counter]: ``_vc`` is a one-element list shared by a tensor, its views and its
 ``detach()``; every in-place write does ``_vc[0] += 1``.  ``.data`` gets a fresh counter.
 """
+import numbers
 import warnings
+import weakref
 
 import numpy as np
 
 from . import dtypes as _dt
-from .autograd.graph import edge, grad_accumulator
+from ._repr import tensor_repr
 from .device import CPU
 from .grad_mode import STATE
-from .utils.hooks import HookDict, RemovableHandle
+from .utils.hooks import HookDict, add_hook
 
 __all__ = ["Tensor"]
 _FROM_NP = _dt._FROM_NP
@@ -36,7 +39,6 @@ class Tensor:
     # -- construction ---------------------------------------------------------------------
     def __init__(self, data=None, *, dtype=None, requires_grad=False):
         # Tensor(array) is internal-ish; users call nbgrad.tensor().
-        from .creation import _to_array
         arr = _to_array(data if data is not None else [], dtype)
         Tensor._init(self, arr, None, 0, None, None)
         if requires_grad:
@@ -123,10 +125,10 @@ class Tensor:
         return self.grad_fn is None
 
     def is_floating_point(self):
-        return self._dtype.category == 2
+        return self._dtype.is_floating_point
 
     def is_complex(self):
-        return self._dtype.category == 3
+        return self._dtype.is_complex
 
     def is_inference(self):
         return self._inference
@@ -159,7 +161,7 @@ class Tensor:
                     "a computed variable in a subgraph that doesn't require differentiation use "
                     "var_no_grad = var.detach().")
             return self
-        if requires_grad and self._dtype.category < 2:
+        if requires_grad and not self._dtype.is_inexact:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if requires_grad and self._inference and not STATE.inference:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside "
@@ -188,7 +190,7 @@ class Tensor:
                 raise RuntimeError(
                     "attempting to assign a gradient with dtype '%s' to a tensor with grad_dtype "
                     "'%s'. The gradient must match the tensor's grad_dtype (defaults to the "
-                    "tensor's dtype)." % (_c_name(value._dtype), self._dtype._legacy))
+                    "tensor's dtype)." % (value._dtype.c_name, self._dtype._legacy))
         self._grad = value
 
     @grad.deleter
@@ -207,7 +209,6 @@ class Tensor:
         node = self.grad_fn
         if node._retain is None:
             node._retain = {}
-        import weakref
         node._retain[self._output_nr] = weakref.ref(self)
         self._retains_grad = True
 
@@ -218,9 +219,7 @@ class Tensor:
             return self.grad_fn._register_tensor_hook(self._output_nr, hook)
         if self._hooks is None:
             self._hooks = HookDict()
-        h = RemovableHandle(self._hooks)
-        self._hooks[h.id] = hook
-        return h
+        return add_hook(self._hooks, hook)
 
     def register_post_accumulate_grad_hook(self, hook):
         if not self._requires_grad:
@@ -230,13 +229,7 @@ class Tensor:
                                "tensors")
         if self._post_acc_hooks is None:
             self._post_acc_hooks = HookDict()
-        h = RemovableHandle(self._post_acc_hooks)
-        self._post_acc_hooks[h.id] = hook
-        return h
-
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        from .autograd import backward
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        return add_hook(self._post_acc_hooks, hook)
 
     def detach(self):
         t = Tensor._make(self._data, vc=self._vc, base=self._base)
@@ -259,12 +252,6 @@ class Tensor:
             raise TypeError("data must be a Tensor")
         self._data = value._data
         self._dtype = value._dtype
-
-    def _edge(self):
-        return edge(self)
-
-    def _grad_accumulator(self):
-        return grad_accumulator(self)
 
     # -- interop --------------------------------------------------------------------------
     def numpy(self, *, force=False):
@@ -297,7 +284,7 @@ class Tensor:
             raise TypeError("iteration over a 0-d tensor")
         return iter(self.unbind(0))
 
-    def _scalar_check(self, what):
+    def _scalar_check(self):
         if self._data.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
 
@@ -307,22 +294,22 @@ class Tensor:
         return bool(self._data.reshape(()).item())
 
     def __float__(self):
-        self._scalar_check("float")
+        self._scalar_check()
         return float(self._data.reshape(()).item().real if self.is_complex() else
                      self._data.reshape(()).item())
 
     def __int__(self):
-        self._scalar_check("int")
+        self._scalar_check()
         return int(self._data.reshape(()).item())
 
     def __index__(self):
-        if self._dtype.category != 1 or self._data.size != 1:
+        if not self._dtype.is_integral or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an "
                             "index")
         return int(self._data.reshape(()).item())
 
     def __complex__(self):
-        self._scalar_check("complex")
+        self._scalar_check()
         return complex(self._data.reshape(()).item())
 
     def __hash__(self):
@@ -343,7 +330,6 @@ class Tensor:
         return t
 
     def __repr__(self, *, tensor_contents=None):
-        from ._repr import tensor_repr
         return tensor_repr(self)
 
     __str__ = __repr__
@@ -377,36 +363,76 @@ def _wrap_dim(dim, ndim):
     return dim + n if dim < 0 else dim
 
 
-def _c_name(d):
-    return {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int",
-            "int32": "int", "bool": "bool"}.get(d.name, d.name)
+# ---------------------------------------------------------------------------------------------
+# Array helpers shared with creation.py (it imports them from here: creation sits above Tensor)
+
+def _infer_dtype(data):
+    """PyTorch's inference for nested Python data: bool < int64 < default float < complex."""
+    kind = -1  # nothing seen: an empty list is the default float dtype
+    stack = [data]
+    while stack:
+        d = stack.pop()
+        if isinstance(d, Tensor):
+            return None
+        if isinstance(d, (list, tuple)):
+            stack.extend(d)
+        elif isinstance(d, (bool, np.bool_)):
+            kind = max(kind, 0)
+            continue
+        elif isinstance(d, (numbers.Integral,)):
+            kind = max(kind, 1)
+        elif isinstance(d, numbers.Real):
+            kind = max(kind, 2)
+        elif isinstance(d, numbers.Complex):
+            kind = max(kind, 3)
+        else:
+            raise TypeError("Could not infer dtype of %s" % type(d).__name__)
+    if kind < 0:
+        return _dt._default[0]
+    return [_dt.bool, _dt.int64, _dt._default[0], _dt._default[0].to_complex()][kind]
 
 
-def version_error(saved, node):
-    """PyTorch's "modified by an inplace operation" error for a saved tensor."""
-    from .autograd.anomaly_mode import is_anomaly_enabled
-    shape = list(saved.data.shape) if saved.data is not None else []
-    dt = _dt._FROM_NP[saved.data.dtype]._legacy if saved.data is not None else "Float"
-    if saved.is_output:
-        producer = node
-        nr = 0
+def _to_array(data, dtype=None):
+    dtype = _dt.as_dtype(dtype)
+    if isinstance(data, Tensor):
+        arr = data._data
+    elif isinstance(data, np.ndarray):
+        arr = data
+    elif isinstance(data, np.generic):
+        arr = np.asarray(data)
     else:
-        t = saved.tensor
-        producer = t.grad_fn if t is not None else None
-        nr = t._output_nr if t is not None else 0
-    where = ""
-    if producer is not None:
-        name = producer.name()
-        if not name.startswith("torch::"):
-            import re
-            name = re.sub(r"Backward\d*$", "", name)
-        where = ", which is output %d of %s," % (nr, name)
-    hint = ("Hint: the backtrace further above shows the operation that failed to compute its "
-            "gradient. The variable in question was changed in there or anywhere later. Good luck!"
-            if is_anomaly_enabled() else
-            "Hint: enable anomaly detection to find the operation that failed to compute its "
-            "gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
-    return RuntimeError(
-        "one of the variables needed for gradient computation has been modified by an inplace "
-        "operation: [torch.%sTensor %s]%s is at version %d; expected version %d instead. %s"
-        % (dt, shape, where, saved.vc[0], saved.version, hint))
+        inferred = _infer_dtype(data)
+        if inferred is None:  # contains Tensors
+            arr = np.array(_untensor(data))
+        else:
+            try:
+                arr = np.array(data, dtype=(dtype or inferred).np)
+            except ValueError as e:
+                raise ValueError("expected sequence of equal-length lists: %s" % e) from None
+            return arr
+    if dtype is not None:
+        arr = arr.astype(dtype.np)
+    elif arr.dtype not in _dt._FROM_NP:
+        arr = arr.astype(_dt.from_numpy_dtype(arr.dtype).np)
+    return arr
+
+
+def _untensor(d):
+    if isinstance(d, Tensor):
+        return d._data
+    if isinstance(d, (list, tuple)):
+        return [_untensor(x) for x in d]
+    return d
+
+
+def _dense(a):
+    """Dense and non-overlapping: a permutation of a contiguous layout (empty_like keeps it)."""
+    if a.flags.c_contiguous or a.flags.f_contiguous:
+        return True
+    pairs = sorted((abs(s), n) for s, n in zip(a.strides, a.shape) if n != 1)
+    expected = a.itemsize
+    for s, n in pairs:
+        if s != expected:
+            return False
+        expected *= n
+    return True

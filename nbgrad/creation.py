@@ -1,13 +1,13 @@
 """Creation functions: tensor, as_tensor, from_numpy, zeros/ones/full/empty(+_like), rand*,
 arange, linspace, eye."""
-import builtins
 import numbers
+import warnings
 
 import numpy as np
 
 from . import dtypes as _dt
 from . import random as _random
-from ._tensor import Tensor
+from ._tensor import Tensor, _dense, _to_array
 from .device import check_device
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like",
@@ -15,70 +15,11 @@ __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty"
            "randn_like", "arange", "linspace", "eye", "scalar_tensor"]
 
 
-def _infer_dtype(data):
-    """PyTorch's inference for nested Python data: bool < int64 < default float < complex."""
-    kind = -1  # nothing seen: an empty list is the default float dtype
-    stack = [data]
-    while stack:
-        d = stack.pop()
-        if isinstance(d, Tensor):
-            return None
-        if isinstance(d, (list, tuple)):
-            stack.extend(d)
-        elif isinstance(d, (bool, np.bool_)):
-            kind = max(kind, 0)
-            continue
-        elif isinstance(d, (numbers.Integral,)):
-            kind = max(kind, 1)
-        elif isinstance(d, numbers.Real):
-            kind = max(kind, 2)
-        elif isinstance(d, numbers.Complex):
-            kind = max(kind, 3)
-        else:
-            raise TypeError("Could not infer dtype of %s" % type(d).__name__)
-    if kind < 0:
-        return _dt._default[0]
-    return [_dt.bool, _dt.int64, _dt._default[0], _dt._default[0].to_complex()][kind]
-
-
-def _to_array(data, dtype=None):
-    dtype = _dt.as_dtype(dtype)
-    if isinstance(data, Tensor):
-        arr = data._data
-    elif isinstance(data, np.ndarray):
-        arr = data
-    elif isinstance(data, np.generic):
-        arr = np.asarray(data)
-    else:
-        inferred = _infer_dtype(data)
-        if inferred is None:  # contains Tensors
-            arr = np.array(_untensor(data))
-        else:
-            try:
-                arr = np.array(data, dtype=(dtype or inferred).np)
-            except ValueError as e:
-                raise ValueError("expected sequence of equal-length lists: %s" % e) from None
-            return arr
-    if dtype is not None:
-        arr = arr.astype(dtype.np)
-    elif arr.dtype not in _dt._FROM_NP:
-        arr = arr.astype(_dt.from_numpy_dtype(arr.dtype).np)
-    return arr
-
-
-def _untensor(d):
-    if isinstance(d, Tensor):
-        return d._data
-    if isinstance(d, (list, tuple)):
-        return [_untensor(x) for x in d]
-    return d
-
-
 def _finish(arr, device, requires_grad):
     check_device(device)
     t = Tensor._make(arr)
     if requires_grad:
-        if t._dtype.category < 2:
+        if not t._dtype.is_inexact:
             raise RuntimeError("Only Tensors of floating point and complex dtype can require "
                                "gradients")
         t._requires_grad = True
@@ -88,7 +29,6 @@ def _finish(arr, device, requires_grad):
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """Copy ``data`` into a new leaf tensor (``torch.tensor``)."""
     if isinstance(data, Tensor):
-        import warnings
         warnings.warn("To copy construct from a tensor, it is recommended to use "
                       "sourceTensor.detach().clone() or sourceTensor.detach().clone()."
                       "requires_grad_(True), rather than torch.tensor(sourceTensor).",
@@ -176,7 +116,6 @@ def _like(t, dtype):
 
 def _empty_like(input, dtype):
     """Same strides as ``input`` when it is dense (PyTorch's preserve_format), else C order."""
-    from .autograd.engine import _dense
     a = input._data
     if _dense(a):
         return np.empty_like(a, dtype=dtype)
@@ -208,7 +147,7 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 
 def _float_dtype(dtype, fn):
     d = _dtype_or_default(dtype)
-    if d.category < 2:
+    if not d.is_inexact:
         raise RuntimeError('"%s" not implemented for \'%s\'' % (fn, d._legacy))
     return d
 
@@ -267,7 +206,7 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
     else:
         d = _dt.as_dtype(dtype)
     n = int(np.ceil((end - start) / step))
-    arr = (start + step * np.arange(n, dtype=np.float64 if d.category >= 2 else np.int64))
+    arr = (start + step * np.arange(n, dtype=np.float64 if d.is_inexact else np.int64))
     return _finish(arr.astype(d.np), device, requires_grad)
 
 
@@ -282,6 +221,3 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     return _finish(np.eye(n, m if m is not None else n, dtype=_dtype_or_default(dtype).np),
                    device, requires_grad)
-
-
-del builtins

@@ -1,23 +1,33 @@
 """dtype objects, PyTorch's type-promotion rules, finfo and the default dtype."""
+import builtins  # this module's names float, int, bool are dtypes
+
 import numpy as np
 
 __all__ = ["dtype", "float16", "float32", "float64", "int32", "int64", "bool", "complex64",
            "complex128", "get_default_dtype", "set_default_dtype", "finfo", "result_type"]
 
-# category: 0 bool, 1 integer, 2 floating, 3 complex
-class dtype:
-    __slots__ = ("name", "np", "category", "itemsize", "is_floating_point", "is_complex",
-                 "is_signed", "_legacy")
 
-    def __init__(self, name, npdtype, category, legacy):
+class dtype:
+    """``category`` ranks the kinds for promotion: 0 bool, 1 integer, 2 floating, 3 complex.
+    Elsewhere test the named predicates instead: ``is_floating_point``, ``is_complex``,
+    ``is_inexact`` (floating or complex: can require grad) and ``is_integral`` (bool excluded).
+    """
+
+    __slots__ = ("name", "np", "category", "itemsize", "is_floating_point", "is_complex",
+                 "is_inexact", "is_integral", "is_signed", "c_name", "_legacy")
+
+    def __init__(self, name, npdtype, category, legacy, c_name):
         self.name = name
         self.np = np.dtype(npdtype)
         self.category = category
         self.itemsize = self.np.itemsize
         self.is_floating_point = category == 2
         self.is_complex = category == 3
+        self.is_inexact = category >= 2
+        self.is_integral = category == 1
         self.is_signed = name != "bool"
-        self._legacy = legacy  # the name in PyTorch's legacy type strings (FloatTensor)
+        self.c_name = c_name    # the C++ type name PyTorch's messages print ("long int")
+        self._legacy = legacy   # the name in PyTorch's legacy type strings (FloatTensor)
 
     def __repr__(self):
         return "nbgrad." + self.name
@@ -29,21 +39,22 @@ class dtype:
         return {"complex64": float32, "complex128": float64}.get(self.name, self)
 
     def to_complex(self):
-        return {"float32": complex64, "float64": complex128, "float16": complex64}.get(self.name, self)
+        return {"float32": complex64, "float64": complex128,
+                "float16": complex64}.get(self.name, self)
 
 
-float16 = dtype("float16", np.float16, 2, "Half")
-float32 = dtype("float32", np.float32, 2, "Float")
-float64 = dtype("float64", np.float64, 2, "Double")
-int32 = dtype("int32", np.int32, 1, "Int")
-int64 = dtype("int64", np.int64, 1, "Long")
-bool = dtype("bool", np.bool_, 0, "Bool")  # noqa: A001 - PyTorch's name
-complex64 = dtype("complex64", np.complex64, 3, "ComplexFloat")
-complex128 = dtype("complex128", np.complex128, 3, "ComplexDouble")
+float16 = dtype("float16", np.float16, 2, "Half", "c10::Half")
+float32 = dtype("float32", np.float32, 2, "Float", "float")
+float64 = dtype("float64", np.float64, 2, "Double", "double")
+int32 = dtype("int32", np.int32, 1, "Int", "int")
+int64 = dtype("int64", np.int64, 1, "Long", "long int")
+bool = dtype("bool", np.bool_, 0, "Bool", "bool")  # noqa: A001 - PyTorch's name
+complex64 = dtype("complex64", np.complex64, 3, "ComplexFloat", "c10::complex<float>")
+complex128 = dtype("complex128", np.complex128, 3, "ComplexDouble", "c10::complex<double>")
 # numpy dtypes we accept as storage but PyTorch spells differently
-uint8 = dtype("uint8", np.uint8, 1, "Byte")
-int8 = dtype("int8", np.int8, 1, "Char")
-int16 = dtype("int16", np.int16, 1, "Short")
+uint8 = dtype("uint8", np.uint8, 1, "Byte", "unsigned char")
+int8 = dtype("int8", np.int8, 1, "Char", "signed char")
+int16 = dtype("int16", np.int16, 1, "Short", "short int")
 
 half, float, double = float16, float32, float64  # noqa: A001
 long, int, cfloat, cdouble = int64, int32, complex64, complex128  # noqa: A001
@@ -72,7 +83,6 @@ def as_dtype(d):
         return d
     if d is None:
         return None
-    import builtins
     if d is builtins.float:
         return _default[0]
     if d is builtins.int:
@@ -112,21 +122,16 @@ class finfo:
         fi = np.finfo(d.to_real().np)
         self.dtype = d.to_real().name
         self.bits = fi.bits
-        self.eps = builtins_float(fi.eps)
-        self.max = builtins_float(fi.max)
-        self.min = builtins_float(fi.min)
-        self.tiny = self.smallest_normal = builtins_float(fi.tiny)
-        self.resolution = 10.0 ** -__import__("builtins").int(fi.precision)
+        self.eps = builtins.float(fi.eps)
+        self.max = builtins.float(fi.max)
+        self.min = builtins.float(fi.min)
+        self.tiny = self.smallest_normal = builtins.float(fi.tiny)
+        self.resolution = 10.0 ** -builtins.int(fi.precision)
 
     def __repr__(self):
         return ("finfo(resolution=%g, min=%g, max=%g, eps=%g, smallest_normal=%g, tiny=%g, "
                 "dtype=%s)" % (self.resolution, self.min, self.max, self.eps,
                                self.smallest_normal, self.tiny, self.dtype))
-
-
-def builtins_float(v):
-    import builtins
-    return builtins.float(v)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -161,7 +166,6 @@ def _combine(higher, lower):
 
 
 def scalar_dtype(v):
-    import builtins
     if isinstance(v, builtins.bool) or isinstance(v, np.bool_):
         return bool
     if isinstance(v, (builtins.int, np.integer)):

@@ -1,7 +1,11 @@
 """Grad-mode switches (thread-local): no_grad, enable_grad, set_grad_enabled, inference_mode.
 
-NOTE [grad mode]: the state lives in a ``threading.local`` whose class attributes are the
-defaults, so a new thread starts with grad enabled and inference mode off (PyTorch's rule).
+NOTE [mode state]: every mode is one small class whose class attributes are the defaults (only
+immutable values), with one module-level instance that the switches assign to.  Where PyTorch's
+state is thread-local the class subclasses ``threading.local``, so a new thread starts from the
+defaults: grad mode (here: enabled, inference off), the batched-backward dims
+(autograd/batching.py) and the saved-tensor hooks stack (autograd/graph.py).  Anomaly mode
+(autograd/anomaly_mode.py) is process-global, as in PyTorch.
 """
 import functools
 import inspect

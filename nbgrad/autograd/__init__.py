@@ -1,18 +1,27 @@
-"""``nbgrad.autograd``: backward, grad and the graph API."""
+"""``nbgrad.autograd``: backward, grad and the graph API; installs ``Tensor.backward``.
+
+NOTE [autograd layering]: ops import this package's lower modules (graph, saved, batching,
+anomaly_mode), so this file runs while ops are still loading.  What it imports at module level
+(those, engine, function, gradcheck) reaches ops only at call time; ``functional`` and
+``forward_ad``, which may import ops, load on first use (``__getattr__`` below).
+"""
+import importlib
 import warnings
 
-from . import graph  # noqa: F401
+from .. import creation
+from .._tensor import Size, Tensor
+from . import graph
 from .anomaly_mode import (detect_anomaly, is_anomaly_check_nan_enabled,  # noqa: F401
                            is_anomaly_enabled, set_detect_anomaly)
 from .engine import run_backward
-from .gradcheck import gradcheck, gradgradcheck  # noqa: F401,E402  (function shadows module)
+from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
+from .gradcheck import gradcheck, gradgradcheck  # noqa: F401  (the functions shadow the module)
 from .graph import edge
 
 __all__ = ["backward", "grad", "detect_anomaly", "set_detect_anomaly", "graph", "Function"]
 
 
 def _tensor_list(x):
-    from .._tensor import Tensor
     if isinstance(x, Tensor):
         return [x]
     if x is None:
@@ -20,9 +29,7 @@ def _tensor_list(x):
     return list(x)
 
 
-def _make_grads(outputs, grads, is_grad_api, batched=False):
-    from .. import creation
-    from .._tensor import Tensor
+def _make_grads(outputs, grads, batched=False):
     if batched:
         return _make_batched_grads(outputs, grads)
     if len(grads) != len(outputs):
@@ -35,7 +42,7 @@ def _make_grads(outputs, grads, is_grad_api, batched=False):
             if out._requires_grad:
                 if out._data.size != 1:
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
-                if out._dtype.category < 2:
+                if not out._dtype.is_inexact:
                     raise RuntimeError("grad can be implicitly created only for real scalar "
                                        "outputs but got %s" % out._dtype)
             result.append(creation.ones_like(out))
@@ -44,7 +51,6 @@ def _make_grads(outputs, grads, is_grad_api, batched=False):
                 raise TypeError("gradients can be either Tensors or None, but got %s"
                                 % type(g).__name__)
             if g._data.shape != out._data.shape:
-                from .._tensor import Size
                 raise RuntimeError(
                     "Mismatch in shape: grad_output[%d] has a shape of %r and output[%d] has a "
                     "shape of %r." % (i, Size(g._data.shape), i, Size(out._data.shape)))
@@ -55,8 +61,6 @@ def _make_grads(outputs, grads, is_grad_api, batched=False):
 def _make_batched_grads(outputs, grads):
     """is_grads_batched: dim 0 of each grad_output is the batch; a None one is ones (implicit
     scalar grad) broadcast over the batch."""
-    from .. import creation
-    from .._tensor import Size, Tensor
     if len(grads) != len(outputs):
         raise RuntimeError("got %d tensors and %d gradients" % (len(outputs), len(grads)))
     n = None
@@ -120,7 +124,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
         if not inputs:
             raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     grads = _tensor_list(grad_tensors) if grad_tensors is not None else [None] * len(outputs)
-    grads = _make_grads(outputs, grads, False)
+    grads = _make_grads(outputs, grads)
     if retain_graph is None:
         retain_graph = create_graph
     if create_graph:
@@ -146,8 +150,6 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Return the gradients of ``outputs`` with respect to ``inputs`` (never touches ``.grad``)."""
-    from .. import creation
-    from .._tensor import Tensor
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads="
                          "True, but got: allow_unused=False.")
@@ -165,7 +167,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     gos = _tensor_list(grad_outputs) if grad_outputs is not None else [None] * len(outs)
-    gos = _make_grads(outs, gos, True, is_grads_batched)
+    gos = _make_grads(outs, gos, is_grads_batched)
     if retain_graph is None:
         retain_graph = create_graph
     captured = run_backward(_roots(outs), gos, retain_graph, create_graph, ins, False,
@@ -186,12 +188,17 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return tuple(result)
 
 
+def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """``Tensor.backward``: ``autograd.backward(self, ...)``."""
+    backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+_tensor_backward.__name__, _tensor_backward.__qualname__ = "backward", "Tensor.backward"
+Tensor.backward = _tensor_backward
+
+
 def __getattr__(name):
-    # Submodules that need Tensor are imported on first use (nbgrad._tensor imports this
-    # package while it is being defined).
-    import importlib
-    if name in ("Function", "FunctionCtx", "once_differentiable"):
-        return getattr(importlib.import_module(".function", __name__), name)
-    if name in ("function", "functional", "forward_ad"):
+    # see NOTE [autograd layering]
+    if name in ("functional", "forward_ad"):
         return importlib.import_module("." + name, __name__)
     raise AttributeError("module 'nbgrad.autograd' has no attribute %r" % name)

@@ -1,15 +1,20 @@
 """Anomaly detection switches: ``detect_anomaly``, ``set_detect_anomaly``.
 
 While enabled, nodes record the forward stack at creation and the engine checks each node's
-outputs for NaN (see engine.run_node).
+outputs for NaN (engine._apply_anomalous).
 """
+import functools
 import warnings
+
+from .. import _flags
 
 __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
            "is_anomaly_check_nan_enabled"]
 
 
 class _Anomaly:
+    """Process-global, unlike grad mode: PyTorch's anomaly mode is one static flag.
+    See NOTE [mode state] in grad_mode.py."""
     enabled = False
     check_nan = True
 
@@ -26,10 +31,9 @@ def is_anomaly_check_nan_enabled():
 
 
 def _set(mode, check_nan):
-    from .. import _flags
     STATE.enabled = bool(mode)
     STATE.check_nan = bool(check_nan)
-    _flags.refresh()
+    _flags.set_anomaly(STATE.enabled)
 
 
 class detect_anomaly:
@@ -50,8 +54,6 @@ class detect_anomaly:
         return False
 
     def __call__(self, func):
-        import functools
-
         @functools.wraps(func)
         def wrapper(*a, **k):
             with self.__class__(self.check_nan):

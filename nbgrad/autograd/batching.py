@@ -8,7 +8,8 @@ tensor it belongs to.  A node whose backward is written for that -- its vjp is m
 indexing, ... -- runs once for the whole batch, so a 100-row Jacobian is one graph walk of
 100-row kernels.  Any other node (custom Functions, nn kernels, CopySlices, ...) runs once per
 batch element and its results are stacked: PyTorch's vmap fallback, correct for every node,
-only slower.  The engine reduces broadcast gradients keeping the batch dims (``sum_to``).
+only slower (``engine.per_sample``).  The engine reduces broadcast gradients keeping the batch
+dims (``sum_to``).  This module imports nothing from nbgrad: ops import it.
 
 A batch-aware vjp finds the batch dims as ``g.shape[:BATCH.dims]`` (``lead(g)``) and otherwise
 uses negative dims, which are the same with or without them.
@@ -17,6 +18,7 @@ import threading
 
 
 class _Batch(threading.local):
+    """Per thread (NOTE [mode state] in grad_mode.py)."""
     dims = 0   # leading batch dims of the gradients in this thread's running backward
 
 
@@ -48,26 +50,3 @@ def sum_to(g, shape, nb):
     r = g.sum(dims, keepdim=True) if dims else g
     target = gs[:nb] + tuple(shape)
     return r.reshape(target) if r._data.shape != target else r
-
-
-def per_sample(node, grads, fit):
-    """The fallback: run ``node`` once per batch element (unbatched) and stack its results."""
-    from ..creation import zeros
-    from ..ops.shape import stack
-    n = next(g for g in grads if g is not None)._data.shape[0]
-    nb = BATCH.dims
-    BATCH.dims = 0
-    try:
-        rows = [fit(node, node.apply(tuple(g[b] if g is not None else None for g in grads)))
-                for b in range(n)]
-    finally:
-        BATCH.dims = nb
-    outs = []
-    for i, meta in enumerate(node._in_meta):
-        col = [r[i] for r in rows]
-        if all(c is None for c in col):
-            outs.append(None)
-            continue
-        outs.append(stack([c if c is not None else zeros(*meta[0], dtype=meta[1])
-                           for c in col], 0))
-    return tuple(outs)

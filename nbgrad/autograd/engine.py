@@ -10,7 +10,7 @@ NOTE [hook order] for one node (SEMANTICS.md section 4):
   -> retain_grad capture -> (autograd.grad / inputs= capture) -> node pre-hooks
   -> node body (AccumulateGrad: accumulate, then post-accumulate hooks) -> node post-hooks.
 The engine knows nothing about particular ops: it calls ``node.apply`` and reduces each returned
-gradient to the input's shape and dtype in one place (``_fit``).
+gradient to the input's shape and dtype in one place (``conform_grads``).
 """
 import heapq
 import itertools
@@ -20,10 +20,12 @@ import warnings
 import numpy as np
 
 from .. import grad_mode
-from .anomaly_mode import STATE as ANOMALY
 from .._fpstate import EXTOBJ as _EXTOBJ, IGNORE as _IGNORE
-from .batching import BATCH, handles_batch, per_sample, sum_to
-from .graph import AccumulateGrad
+from ..creation import zeros
+from .anomaly_mode import STATE as ANOMALY
+from .batching import BATCH, handles_batch, sum_to
+from .graph import (AccumulateGrad, grad_accumulator, run_post_hooks, run_pre_hooks,
+                    run_tensor_hooks)
 
 
 def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate=True,
@@ -67,16 +69,14 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
                         and node._post_hooks is None and captures is None:
                     # the common case: no hooks, no captures (NOTE [hook order] is moot)
                     if len(slots) == 1 and 0 in slots and getattr(node, "_nout", 1) == 1:
-                        outs = _fit(node, node.apply((slots[0],)))
+                        outs = conform_grads(node, node.apply((slots[0],)))
                         if not keep_graph:
                             node.release()
                     else:
-                        outs = _run_node(node, slots, keep_graph, create_graph, captures,
-                                         captured, execute)
+                        outs = _run_node(node, slots, keep_graph, captures, captured, execute)
                 elif execute is None or node in execute or (captures is not None
                                                             and node in captures):
-                    outs = _run_node(node, slots, keep_graph, create_graph, captures, captured,
-                                     execute)
+                    outs = _run_node(node, slots, keep_graph, captures, captured, execute)
             for i, (child, nr) in enumerate(node.next_functions):
                 if child is None:
                     continue
@@ -95,12 +95,12 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
     return captured
 
 
-def _run_node(node, slots, keep_graph, create_graph, captures, captured, execute):
+def _run_node(node, slots, keep_graph, captures, captured, execute):
     n = getattr(node, "_nout", 1)
     grads = (slots.get(0),) if n == 1 else tuple([slots.get(i) for i in range(n)])
     if node._tensor_hooks is not None or node._retain is not None or (
             type(node) is AccumulateGrad and node.variable._hooks):
-        grads = _tensor_hooks(node, grads)
+        grads = run_tensor_hooks(node, grads)
     if captures is not None and node in captures:
         for nr, idx in captures[node]:
             g = grads[nr] if nr < len(grads) else None
@@ -109,32 +109,25 @@ def _run_node(node, slots, keep_graph, create_graph, captures, captured, execute
         if execute is not None and node not in execute:
             return None
     if node._pre_hooks:
-        for hook in list(node._pre_hooks.values()):
-            r = hook(grads)
-            if r is not None:
-                grads = _check_hook_tuple(hook, r, len(grads), "prehook")
+        grads = run_pre_hooks(node, grads)
     if (grads[0] is None if len(grads) == 1 else all(g is None for g in grads)):
         return None
     if ANOMALY.enabled:
         outs = _apply_anomalous(node, grads)
     elif BATCH.dims and not handles_batch(node):
-        outs = per_sample(node, grads, _fit)
+        outs = per_sample(node, grads, conform_grads)
     else:
         outs = node.apply(grads)
-    outs = _fit(node, outs)
+    outs = conform_grads(node, outs)
     if execute is not None:  # grads for inputs nobody asked for are undefined (PyTorch)
         outs = tuple(g if (c is not None and (c in execute or (captures is not None and
                                                                  c in captures))) else None
                      for g, (c, _) in zip(outs, node.next_functions))
     if node._post_hooks:
-        for hook in list(node._post_hooks.values()):
-            r = hook(outs, grads)
-            if r is not None:
-                outs = _check_hook_tuple(hook, r, len(outs), "hook")
+        outs = run_post_hooks(node, outs, grads)
     if not keep_graph:
         node.release()
     return outs
-
 
 
 def _add(buffers, node, nr, g):
@@ -164,7 +157,6 @@ def _count_dependencies(root_nodes):
 
 def _plan(inputs, deps, root_nodes, accumulate):
     """Which nodes run and where gradients are captured, for ``inputs=`` (PyTorch's exec_info)."""
-    from .graph import grad_accumulator
     captures, targets = {}, set()
     for idx, t in enumerate(inputs):
         if t.grad_fn is None:
@@ -197,62 +189,7 @@ def _plan(inputs, deps, root_nodes, accumulate):
     return captures, execute
 
 
-def _tensor_hooks(node, grads):
-    grads = list(grads)
-    if type(node) is AccumulateGrad:
-        hooks = node.variable._hooks
-        per_slot = {0: hooks} if hooks else {}
-    else:
-        per_slot = node._tensor_hooks or {}
-    for nr, hooks in per_slot.items():
-        g = grads[nr]
-        if g is None:
-            continue
-        for hook in list(hooks.values()):  # snapshot: see SEMANTICS.md section 1 (removal)
-            r = hook(g)
-            if r is not None:
-                g = _check_tensor_hook(hook, r, g)
-        grads[nr] = g
-    if node._retain is not None:
-        for nr, ref in node._retain.items():
-            t = ref()
-            g = grads[nr]
-            if t is None or g is None:
-                continue
-            if t._grad is None:
-                t._grad = g.detach().clone() if not grad_mode.STATE.enabled else g.clone()
-            else:
-                t._grad = t._grad + g
-    return tuple(grads)
-
-
-def _hook_name(hook):
-    return getattr(hook, "__name__", type(hook).__name__)
-
-
-def _check_tensor_hook(hook, r, g):
-    from .._tensor import Tensor
-    if not isinstance(r, Tensor):
-        raise TypeError("expected Variable, but hook returned '%s'" % type(r).__name__)
-    if r._data.shape != g._data.shape:
-        raise RuntimeError("hook '%s' has changed the size of value" % _hook_name(hook))
-    if r._dtype is not g._dtype:
-        raise RuntimeError("hook '%s' has changed the type of value (was torch.%sTensor got "
-                           "torch.%sTensor)" % (_hook_name(hook), g._dtype._legacy,
-                                                r._dtype._legacy))
-    return r
-
-
-def _check_hook_tuple(hook, r, n, kind):
-    if not isinstance(r, (tuple, list)):
-        raise TypeError("expected tuple, but hook returned '%s'" % type(r).__name__)
-    if len(r) != n:
-        raise RuntimeError("hook '%s' has returned an incorrect number of values (got %d, but "
-                           "expected %d)" % (_hook_name(hook), len(r), n))
-    return tuple(r)
-
-
-def _fit(node, outs):
+def conform_grads(node, outs):
     """Reduce/cast each gradient to its input's shape and dtype (the one central place)."""
     meta = node._in_meta
     if len(outs) != len(meta):
@@ -277,10 +214,12 @@ def _fit(node, outs):
                         "expected shape compatible with %s" % (node.name(), i, list(gs[nb:]),
                                                                list(shape[nb:])))
                 g = sum_to(g, shape[nb:], nb)
-            if g._dtype is not dtype and dtype.category >= 2:
+            if g._dtype is not dtype and dtype.is_inexact:
                 g = g.to(dtype)
             fixed[i] = g
     return outs if fixed is None else tuple(fixed)
+
+
 
 
 def _expandable(shape, grad_shape):
@@ -294,11 +233,11 @@ def _expandable(shape, grad_shape):
 
 def _apply_anomalous(node, grads):
     try:
-        outs = per_sample(node, grads, _fit) if BATCH.dims and not handles_batch(node) else \
-            node.apply(grads)
+        outs = per_sample(node, grads, conform_grads) if BATCH.dims and not handles_batch(node) \
+            else node.apply(grads)
         if ANOMALY.check_nan:
             for i, g in enumerate(outs):
-                if g is not None and g._dtype.category >= 2 and np.isnan(g._data).any():
+                if g is not None and g._dtype.is_inexact and np.isnan(g._data).any():
                     raise RuntimeError("Function '%s' returned nan values in its %dth output."
                                        % (node.name(), i))
         return outs
@@ -310,44 +249,24 @@ def _apply_anomalous(node, grads):
         raise
 
 
-def accumulate_into_leaf(var, g):
-    """AccumulateGrad's body: update ``.grad`` (layout rules of SEMANTICS.md section 7), then
-    run post-accumulate hooks."""
-    old = var._grad
-    if old is None:
-        if grad_mode.STATE.enabled:      # create_graph: keep the graph of the gradient
-            from ..ops.registry import result
-            var._grad = result(g._data.copy(), "torch::autograd::CopyBackwards", (g,),
-                               lambda node, grads: (grads[0],))
-        else:
-            arr = np.empty_like(var._data) if _dense(var._data) else np.empty(var._data.shape,
-                                                                             var._data.dtype)
-            np.copyto(arr, g._data, casting="unsafe")
-            from .._tensor import Tensor
-            var._grad = Tensor._make(arr)
-    elif grad_mode.STATE.enabled:
-        var._grad = old + g
-    else:
-        np.add(old._data, g._data, out=old._data, casting="unsafe")
-        old._vc[0] += 1
-    if var._post_acc_hooks:
-        for hook in list(var._post_acc_hooks.values()):
-            r = hook(var)
-            if r is not None:
-                from .._tensor import Tensor
-                if isinstance(r, Tensor):
-                    raise RuntimeError("Tensor post accumulate grad hooks should return None.")
-                raise TypeError("expected Variable, but hook returned '%s'" % type(r).__name__)
-
-
-def _dense(a):
-    """Dense and non-overlapping: a permutation of a contiguous layout (empty_like keeps it)."""
-    if a.flags.c_contiguous or a.flags.f_contiguous:
-        return True
-    pairs = sorted((abs(s), n) for s, n in zip(a.strides, a.shape) if n != 1)
-    expected = a.itemsize
-    for s, n in pairs:
-        if s != expected:
-            return False
-        expected *= n
-    return True
+def per_sample(node, grads, fit):
+    """NOTE [batched backward]'s fallback: run ``node`` once per batch element (unbatched),
+    ``fit`` its results and stack them."""
+    from ..ops.shape import stack  # cycle: ops import this package (graph, batching)
+    n = next(g for g in grads if g is not None)._data.shape[0]
+    nb = BATCH.dims
+    BATCH.dims = 0
+    try:
+        rows = [fit(node, node.apply(tuple(g[b] if g is not None else None for g in grads)))
+                for b in range(n)]
+    finally:
+        BATCH.dims = nb
+    outs = []
+    for i, meta in enumerate(node._in_meta):
+        col = [r[i] for r in rows]
+        if all(c is None for c in col):
+            outs.append(None)
+            continue
+        outs.append(stack([c if c is not None else zeros(*meta[0], dtype=meta[1])
+                           for c in col], 0))
+    return tuple(outs)

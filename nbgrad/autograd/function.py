@@ -5,10 +5,16 @@ created per Function class, so user Functions run through the same engine code p
 as built-in ops.  Forward runs under no_grad; backward runs with grad mode = create_graph.
 """
 import functools
+import traceback
+import warnings
 
 from .. import _flags, grad_mode
 from .._tensor import Tensor
-from .graph import ERR_FREED, Node, SavedOutput, SavedTensor, edge
+from ..creation import zeros, zeros_like
+from .anomaly_mode import STATE as ANOMALY
+from .dual import set_tangent, tangent_of
+from .graph import Node, edge
+from .saved import ERR_FREED, SavedOutput, SavedTensor
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable", "BackwardCFunction"]
 
@@ -66,7 +72,6 @@ class BackwardCFunction(Node, FunctionCtx):
             if g is None and self.materialize_grads:
                 shape, dtype = self._out_meta[i]
                 if shape is not None:
-                    from ..creation import zeros
                     grads[i] = zeros(*shape, dtype=dtype)
         cls = self._forward_cls
         result = cls.backward(self, *grads)
@@ -109,7 +114,6 @@ class Function(metaclass=FunctionMeta):
     ``setup_context(ctx, inputs, output)``) and ``backward(ctx, *grads)``; call ``apply``."""
 
     def __init__(self, *args, **kwargs):
-        import warnings
         warnings.warn("%s should not be instantiated. Methods on autograd functions are all "
                       "static, so you should invoke them on the class itself. Instantiating an "
                       "autograd function will raise an error in a future version of PyTorch."
@@ -167,7 +171,7 @@ class Function(metaclass=FunctionMeta):
         finally:
             grad_mode.STATE.enabled = prev
             _flags.FWD = prev_fwd
-        tangents = _run_jvp(cls, ctx, args, outputs) if dual else None
+        tangents = _run_jvp(cls, ctx, args) if dual else None
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
         dirty = {id(t) for t in ctx.dirty_tensors}
@@ -187,11 +191,8 @@ class Function(metaclass=FunctionMeta):
         Node.__init__(ctx, edges, tuple((a._data.shape, a._dtype) if isinstance(a, Tensor)
                                         else None for a in args))
         ctx._nout = len(outs)
-        if _flags.TAPS:
-            from .anomaly_mode import STATE as anomaly
-            if anomaly.enabled:
-                import traceback
-                ctx._trace = traceback.extract_stack()[:-1]
+        if _flags.TAPS and ANOMALY.enabled:  # NOTE [one flag]
+            ctx._trace = traceback.extract_stack()[:-1]
         new_outs, meta = [], []
         for i, o in enumerate(outs):
             if not isinstance(o, Tensor):
@@ -206,7 +207,7 @@ class Function(metaclass=FunctionMeta):
             if id(o) in inputs_by_id and id(o) not in dirty:
                 o = Tensor._make(o._data, None, 0, o._vc, o._base if o._base is not None else o)
                 o._fn_view = (i, cls.__name__)  # in-place on it is forbidden (check_inplace)
-            if o._dtype.category >= 2:
+            if o._dtype.is_inexact:
                 o.grad_fn = ctx
                 o._output_nr = i
                 o._requires_grad = True
@@ -224,12 +225,10 @@ class Function(metaclass=FunctionMeta):
         return _with_tangents(new_outs[0] if single else tuple(new_outs), tangents)
 
 
-def _run_jvp(cls, ctx, args, outputs):
+def _run_jvp(cls, ctx, args):
     """Forward-mode AD through a custom Function: its ``jvp(ctx, *tangents)`` (PyTorch's
     contract: one tangent per forward input, zeros for tensors without one, None otherwise).
     A Function without ``jvp`` raises PyTorch's NotImplementedError."""
-    from ..creation import zeros_like
-    from .forward_ad import tangent_of
     tans = tuple((tangent_of(a) if tangent_of(a) is not None else zeros_like(a))
                  if isinstance(a, Tensor) else None for a in args)
     res = cls.jvp(ctx, *tans)
@@ -238,11 +237,10 @@ def _run_jvp(cls, ctx, args, outputs):
 
 def _with_tangents(outputs, tangents):
     if tangents is not None:
-        from .forward_ad import _set_tangent
         outs = outputs if isinstance(outputs, tuple) else (outputs,)
         for o, t in zip(outs, tangents):
-            if isinstance(o, Tensor) and isinstance(t, Tensor) and o._dtype.category >= 2:
-                _set_tangent(o, t)
+            if isinstance(o, Tensor) and isinstance(t, Tensor) and o._dtype.is_inexact:
+                set_tangent(o, t)
     return outputs
 
 

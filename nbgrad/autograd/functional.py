@@ -1,10 +1,14 @@
 """``nbgrad.autograd.functional``: jacobian, hessian, vjp, jvp, vhp, hvp (PyTorch's semantics,
 output structure and errors; SEMANTICS.md section 12).  jvp/hvp use the double-backward trick,
-as PyTorch's functional API does."""
+as PyTorch's functional API does.  Loaded on first use, after ops (NOTE [autograd layering])."""
 import numpy as np
 
 from .. import grad_mode
 from .._tensor import Tensor
+from ..creation import zeros, zeros_like
+from ..ops.shape import stack
+from . import forward_ad as fwAD
+from . import grad
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "vhp", "hvp"]
 
@@ -102,7 +106,6 @@ def _check_requires_grad(inputs, input_type, strict):
 
 def _autograd_grad(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=None,
                    is_grads_batched=False):
-    from . import grad
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
     new_outputs, new_grad_outputs = [], []
@@ -118,7 +121,6 @@ def _autograd_grad(outputs, inputs, grad_outputs=None, create_graph=False, retai
 
 
 def _fill_in_zeros(grads, refs, strict, create_graph, stage):
-    from ..creation import zeros_like
     res = []
     for i, (g, ref) in enumerate(zip(grads, refs)):
         if g is None:
@@ -179,7 +181,6 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), J v) via the double-backward trick."""
-    from ..creation import zeros_like
     with grad_mode.enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
         inputs = _grad_preprocess(inputs, create_graph, True)
@@ -216,8 +217,6 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
              strategy="reverse-mode"):
     """The Jacobian: ``out.shape + in.shape`` per (output, input) pair."""
-    from ..creation import zeros
-    from ..ops.shape import stack
     if strategy not in ("forward-mode", "reverse-mode"):
         raise ValueError('Expected strategy to be either "forward-mode" or "reverse-mode". Hint: '
                          'If your function has more outputs than inputs, "forward-mode" tends to '
@@ -285,8 +284,6 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
 
 
 def _hvp_forward_over_reverse(func, inputs, v):
-    from ..creation import zeros_like
-    from . import forward_ad as fwAD
     is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
     _, v = _as_tuple(v, "v", "hvp")
     _validate_v(v, inputs, is_inputs_tuple)
@@ -314,7 +311,6 @@ def _hvp_forward_over_reverse(func, inputs, v):
 def _standard_basis(tensors):
     """One batched identity per tensor: rows = all elements of all ``tensors``, so chunk i is
     ``(total, *tensors[i].shape)`` with ones where row k is element k of the concatenation."""
-    from ..creation import zeros
     numels = [t.numel() for t in tensors]
     total, start, chunks = sum(numels), 0, []
     for t, n in zip(tensors, numels):
@@ -328,7 +324,6 @@ def _standard_basis(tensors):
 def _jacobian_batched(outputs, inputs, create_graph):
     """vectorize=True: every row of every output's Jacobian from ONE backward whose gradients
     carry a batch dim (NOTE [batched backward]), then split per output."""
-    from ..creation import zeros
     basis, numels = _standard_basis(outputs)
     vj = _autograd_grad(outputs, inputs, basis, create_graph=create_graph,
                         is_grads_batched=True)
@@ -414,7 +409,6 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), H v).  Forward-over-reverse (one forward pass with tangents ``v`` through
     the function and its gradient) by default; the double-backward trick where results must
     carry a graph (create_graph=True) or strict mode must name the independent entry."""
-    from ..creation import zeros_like
     if not create_graph and not strict and v is not None:
         try:
             return _hvp_forward_over_reverse(func, inputs, v)
@@ -439,8 +433,6 @@ def _jacobian_forward(func, inputs):
     """strategy="forward-mode" (always vectorized, as in PyTorch): ONE forward pass whose
     tangents carry a batch dim holding the standard basis of all input elements; the output
     tangents are the Jacobian's columns."""
-    from ..creation import zeros
-    from . import forward_ad as fwAD
     is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
     basis, numels = _standard_basis(inputs)
     # entered outside the try: if it fails (nested level), the caller's level stays open

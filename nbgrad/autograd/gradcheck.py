@@ -1,12 +1,15 @@
 """gradcheck / gradgradcheck: compare analytical gradients with float64 finite differences.
 
 ``nbgrad.autograd.gradcheck`` is the function; this module stays importable by its full name
-(``from nbgrad.autograd.gradcheck import GradcheckError``), as in PyTorch.  No top-level Tensor
-import: nbgrad._tensor imports the autograd package.
+(``from nbgrad.autograd.gradcheck import GradcheckError``), as in PyTorch.
 """
 import warnings
 
 import numpy as np
+
+from .._tensor import Tensor
+from ..creation import tensor, zeros_like
+from ..dtypes import float64
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
@@ -15,27 +18,29 @@ class GradcheckError(RuntimeError):
     """Raised by gradcheck/gradgradcheck when a check fails (raise_exception=True)."""
 
 
+def _grad(*args, **kwargs):
+    from . import grad  # cycle: the autograd package imports this module before defining grad
+    return grad(*args, **kwargs)
+
+
 def _as_tuple(x):
-    from .._tensor import Tensor
     if isinstance(x, Tensor):
         return (x,), True
     return tuple(x), False
 
 
 def _outputs(func, inputs):
-    from .._tensor import Tensor
     out = func(*inputs)
     outs, _ = _as_tuple(out) if not isinstance(out, (list, tuple)) else (tuple(out), False)
     return tuple(o for o in outs if isinstance(o, Tensor))
 
 
 def _differentiable(outs):
-    return [o for o in outs if o._dtype.category >= 2]
+    return [o for o in outs if o._dtype.is_inexact]
 
 
 def _numerical_jacobians(func, inputs, idx, eps):
     """J[k][i]: (n_in_i, n_out_k) central differences, perturbing inputs[i] element-wise."""
-    import nbgrad
     outs0 = _differentiable(_outputs(func, inputs))
     jac = [[None] * len(inputs) for _ in outs0]
     for i in idx:
@@ -49,7 +54,7 @@ def _numerical_jacobians(func, inputs, idx, eps):
             def run(v):
                 # grad mode stays on: func may differentiate internally (gradgradcheck)
                 x._data.flat[j] = v
-                return [o._data.astype(np.complex128 if o._dtype.category == 3 else
+                return [o._data.astype(np.complex128 if o._dtype.is_complex else
                                        np.float64).reshape(-1).copy()
                         for o in _differentiable(_outputs(func, inputs))]
             plus = run(orig + eps)
@@ -63,7 +68,6 @@ def _numerical_jacobians(func, inputs, idx, eps):
 
 
 def _analytical_jacobians(func, inputs, idx, check_grad_dtypes):
-    import nbgrad
     outs = _differentiable(_outputs(func, inputs))
     jac = [[np.zeros((inputs[i]._data.size, o._data.size)) for i in range(len(inputs))]
            for o in outs]
@@ -74,9 +78,8 @@ def _analytical_jacobians(func, inputs, idx, check_grad_dtypes):
         for m in range(o._data.size):
             e = np.zeros(o._data.size)
             e[m] = 1.0
-            go = nbgrad.tensor(e.reshape(o._data.shape), dtype=o._dtype)
-            grads = nbgrad.autograd.grad(o, diff_inputs, go, retain_graph=True,
-                                         allow_unused=True)
+            go = tensor(e.reshape(o._data.shape), dtype=o._dtype)
+            grads = _grad(o, diff_inputs, go, retain_graph=True, allow_unused=True)
             for i, g in zip(idx, grads):
                 if g is None:
                     continue
@@ -87,8 +90,7 @@ def _analytical_jacobians(func, inputs, idx, check_grad_dtypes):
 
 
 def _fmt(a):
-    import nbgrad
-    return repr(nbgrad.tensor(a, dtype=nbgrad.float64))
+    return repr(tensor(a, dtype=float64))
 
 
 def _fail(msg, raise_exception):
@@ -98,7 +100,6 @@ def _fail(msg, raise_exception):
 
 
 def _prepare(inputs, fname="gradcheck"):
-    from .._tensor import Tensor
     inputs, _ = _as_tuple(inputs)
     idx = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t._requires_grad]
     if not idx:
@@ -118,7 +119,6 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
               check_batched_grad=False, check_batched_forward_grad=False,
               check_forward_ad=False, check_backward_ad=True, fast_mode=False, masked=None):
     """Check ``func``'s gradients at ``inputs`` against central finite differences."""
-    import nbgrad
     inputs, idx = _prepare(inputs)
     outs = _differentiable(_outputs(func, inputs))
     if check_backward_ad:
@@ -158,8 +158,8 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
             diff = [inputs[i] for i in idx]
             live = [o for o in _differentiable(_outputs(func, inputs)) if o._requires_grad]
             if live:
-                zeros = [nbgrad.zeros_like(o) for o in live]
-                grads = nbgrad.autograd.grad(live, diff, zeros, allow_unused=True)
+                zeros = [zeros_like(o) for o in live]
+                grads = _grad(live, diff, zeros, allow_unused=True)
                 for g in grads:
                     if g is not None and np.any(g._data != 0):
                         return _fail("Expected backward function to handle undefined output "
@@ -172,7 +172,7 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
                 return _fail("gradcheck or gradgradcheck failed while testing batched gradient "
                              "computation.", raise_exception)
     if check_forward_ad:
-        from .forward_ad import _check_forward_ad
+        from .forward_ad import _check_forward_ad  # cycle: forward_ad sits above ops
         if not _check_forward_ad(func, inputs, idx, eps, atol, rtol):
             return _fail("Jacobian computed with forward mode mismatch for output 0 with respect "
                          "to input 0", raise_exception)
@@ -187,11 +187,10 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
 def _batched_forward_check(func, inputs, idx, atol, rtol):
     """check_batched_forward_grad: one forward pass with batched tangents equals one forward
     pass per tangent row."""
-    import nbgrad
-    from . import forward_ad as fwAD
+    from . import forward_ad as fwAD  # cycle: forward_ad sits above ops (autograd/__init__)
     rng = np.random.default_rng(1)
     diff = [inputs[i] for i in idx]
-    us = [nbgrad.tensor(rng.standard_normal((3,) + x._data.shape), dtype=x._dtype) for x in diff]
+    us = [tensor(rng.standard_normal((3,) + x._data.shape), dtype=x._dtype) for x in diff]
 
     def tangents(run):
         args = list(inputs)
@@ -227,17 +226,15 @@ def _batched_forward_check(func, inputs, idx, atol, rtol):
 def _batched_check(outs, inputs, idx, atol, rtol):
     """check_batched_grad: one batched backward (is_grads_batched) equals one backward per
     row of the cotangents, as PyTorch checks its vmap path against a loop."""
-    import nbgrad
     live = [o for o in outs if o._requires_grad]
     if not live:
         return True
     rng = np.random.default_rng(0)
     diff = [inputs[i] for i in idx]
-    vs = [nbgrad.tensor(rng.standard_normal((3,) + o._data.shape), dtype=o._dtype) for o in live]
-    batched = nbgrad.autograd.grad(live, diff, vs, retain_graph=True, allow_unused=True,
-                                   is_grads_batched=True)
-    rows = [nbgrad.autograd.grad(live, diff, [v[b] for v in vs], retain_graph=True,
-                                 allow_unused=True) for b in range(3)]
+    vs = [tensor(rng.standard_normal((3,) + o._data.shape), dtype=o._dtype) for o in live]
+    batched = _grad(live, diff, vs, retain_graph=True, allow_unused=True, is_grads_batched=True)
+    rows = [_grad(live, diff, [v[b] for v in vs], retain_graph=True, allow_unused=True)
+            for b in range(3)]
     for k, g in enumerate(batched):
         want = [r[k] for r in rows]
         if g is None:
@@ -253,7 +250,6 @@ def _batched_check(outs, inputs, idx, atol, rtol):
 
 def _fast_check(func, inputs, idx, outs, eps, atol, rtol, raise_exception):
     """Fast mode: compare v^T J u (random u, v) numerically and analytically."""
-    import nbgrad
     rng = np.random.default_rng(0)
     for k, o in enumerate(outs):
         v = rng.standard_normal(o._data.shape)
@@ -270,8 +266,7 @@ def _fast_check(func, inputs, idx, outs, eps, atol, rtol, raise_exception):
             outs2 = _differentiable(_outputs(func, inputs))
             analytical = 0.0
             if outs2[k]._requires_grad:
-                (g,) = nbgrad.autograd.grad(outs2[k], [x], nbgrad.tensor(v, dtype=o._dtype),
-                                            allow_unused=True)
+                (g,) = _grad(outs2[k], [x], tensor(v, dtype=o._dtype), allow_unused=True)
                 if g is not None:
                     analytical = float((g._data * u).sum())
             if not abs(numerical - analytical) <= atol + rtol * abs(numerical):
@@ -295,13 +290,12 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-06, atol=1e-05, rto
                   check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False,
                   masked=False):
     """gradcheck of the first-order gradients (computed with create_graph=True)."""
-    import nbgrad
     inputs, idx = _prepare(inputs, "gradgradcheck")
     outs = _differentiable(_outputs(func, inputs))
     if grad_outputs is None:
         rng = np.random.default_rng(0)
-        grad_outputs = tuple(nbgrad.tensor(rng.standard_normal(o._data.shape), dtype=o._dtype,
-                                           requires_grad=True) for o in outs)
+        grad_outputs = tuple(tensor(rng.standard_normal(o._data.shape), dtype=o._dtype,
+                                    requires_grad=True) for o in outs)
     else:
         grad_outputs, _ = _as_tuple(grad_outputs)
     n_in = len(inputs)
@@ -310,8 +304,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-06, atol=1e-05, rto
         ins, gos = args[:n_in], args[n_in:]
         o = [t for t in _differentiable(_outputs(func, ins)) if t._requires_grad]
         diff = [ins[i] for i in idx]
-        grads = nbgrad.autograd.grad(o, diff, list(gos[:len(o)]), create_graph=True,
-                                     allow_unused=True)
+        grads = _grad(o, diff, list(gos[:len(o)]), create_graph=True, allow_unused=True)
         return tuple(g for g in grads if g is not None)
 
     # rev-over-rev: reverse-mode gradcheck of the gradient; fwd-over-rev: forward-mode

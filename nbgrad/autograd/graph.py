@@ -1,22 +1,22 @@
-"""Graph objects: ``Node`` (what ``grad_fn`` is), ``AccumulateGrad``, saved tensors.
+"""Graph objects: ``Node`` (what ``grad_fn`` is) with its hooks, ``AccumulateGrad``, edges.
 
 No op-specific code here: a registry op's node class only names itself and calls its OpDef.
+Saved tensors live in autograd/saved.py; ``saved_tensors_hooks`` is public here, as in PyTorch.
 """
 import itertools
 import weakref
 
-from ..utils.hooks import HookDict, RemovableHandle
+import numpy as np
+
+from .. import grad_mode
+from .._tensor import Tensor, _dense
+from ..utils.hooks import HookDict, add_hook
+from .saved import ERR_FREED, SavedOutput, SavedTensor, saved_tensors_hooks  # noqa: F401
 
 __all__ = ["Node", "AccumulateGrad", "saved_tensors_hooks"]
 
 _seq = itertools.count()
 next_seq = _seq.__next__
-
-ERR_FREED = (
-    "Trying to backward through the graph a second time (or directly access saved tensors after "
-    "they have already been freed). Saved intermediate values of the graph are freed when you call "
-    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
-    "graph a second time or if you need to access saved tensors after calling backward.")
 
 
 class Node:
@@ -30,7 +30,7 @@ class Node:
     """
 
     # Rarely-set fields are class-level defaults that an instance overrides in its __dict__
-    # only when used, so creating a node sets three slots (NOTE [per-op cost]).
+    # only when used, so creating a node sets only what it needs (NOTE [per-op cost]).
     __slots__ = ("next_functions", "_seq", "_in_meta", "__dict__", "__weakref__")
     _name = None
     _tensor_hooks = _retain = _pre_hooks = _post_hooks = _metadata = _trace = None
@@ -66,16 +66,12 @@ class Node:
     def register_prehook(self, fn):
         if self._pre_hooks is None:
             self._pre_hooks = HookDict()
-        h = RemovableHandle(self._pre_hooks)
-        self._pre_hooks[h.id] = fn
-        return h
+        return add_hook(self._pre_hooks, fn)
 
     def register_hook(self, fn):
         if self._post_hooks is None:
             self._post_hooks = HookDict()
-        h = RemovableHandle(self._post_hooks)
-        self._post_hooks[h.id] = fn
-        return h
+        return add_hook(self._post_hooks, fn)
 
     def _register_tensor_hook(self, output_nr, fn):
         if self._tensor_hooks is None:
@@ -83,9 +79,7 @@ class Node:
         d = self._tensor_hooks.get(output_nr)
         if d is None:
             d = self._tensor_hooks[output_nr] = HookDict()
-        h = RemovableHandle(d)
-        d[h.id] = fn
-        return h
+        return add_hook(d, fn)
 
     def __repr__(self):
         return "<%s object at %#x>" % (self.name().rsplit("::", 1)[-1], id(self))
@@ -103,135 +97,113 @@ class AccumulateGrad(Node):
         self.variable = variable
 
     def apply(self, grads):
-        from .engine import accumulate_into_leaf
-        accumulate_into_leaf(self.variable, grads[0])
+        """Update ``.grad`` (layout rules of SEMANTICS.md section 7), then run the
+        post-accumulate hooks."""
+        var, g = self.variable, grads[0]
+        old = var._grad
+        if old is None:
+            if grad_mode.STATE.enabled:      # create_graph: keep the graph of the gradient
+                from ..ops.registry import result  # cycle: ops sit above graph (Node base)
+                var._grad = result(g._data.copy(), "torch::autograd::CopyBackwards", (g,),
+                                   lambda node, grads: (grads[0],))
+            else:
+                a = var._data
+                arr = np.empty_like(a) if _dense(a) else np.empty(a.shape, a.dtype)
+                np.copyto(arr, g._data, casting="unsafe")
+                var._grad = Tensor._make(arr)
+        elif grad_mode.STATE.enabled:
+            var._grad = old + g
+        else:
+            np.add(old._data, g._data, out=old._data, casting="unsafe")
+            old._vc[0] += 1
+        if var._post_acc_hooks:
+            for hook in list(var._post_acc_hooks.values()):
+                r = hook(var)
+                if r is not None:
+                    if isinstance(r, Tensor):
+                        raise RuntimeError("Tensor post accumulate grad hooks should return "
+                                           "None.")
+                    raise TypeError("expected Variable, but hook returned '%s'"
+                                    % type(r).__name__)
         return ()
 
 
 # ---------------------------------------------------------------------------------------------
-# Saved tensors.  NOTE [saved tensor lifetime]: an op saves inputs by reference (no cycle) and
-# its output as (array, version counter) only, rebuilding a Tensor whose grad_fn is the node on
-# unpack; holding the output Tensor would make out -> node -> out a reference cycle.
+# Running hooks: the engine calls these in NOTE [hook order] (autograd/engine.py).
 
-class SavedTensor:
-    """A saved input: the tensor itself plus the version it had when saved."""
-
-    __slots__ = ("tensor", "version", "hooked")
-    is_output = False
-
-    def __init__(self, t):
-        if t._inference:
-            _inference_error(t)
-        self.tensor = t
-        self.version = t._vc[0]
-        self.hooked = None
-        if _saved_hooks.stack:
-            pack, unpack = _saved_hooks.stack[-1]
-            self.hooked = (pack(t), unpack)
-            self.tensor = None
-
-    @property
-    def vc(self):
-        return self.tensor._vc
-
-    @property
-    def data(self):
-        return self.tensor._data if self.tensor is not None else None
-
-    def check(self, node):
-        if self.tensor._vc[0] != self.version:
-            from .._tensor import version_error
-            raise version_error(self, node)
-
-    def array(self, node):
-        if self.hooked is not None:
-            return self.unpack(node)._data
-        t = self.tensor
-        if t._vc[0] != self.version:
-            self.check(node)
-        return t._data
-
-    def unpack(self, node):
-        if self.hooked is not None:
-            return self.hooked[1](self.hooked[0])
-        t = self.tensor
-        if t._vc[0] != self.version:
-            self.check(node)
-        return t
+def run_tensor_hooks(node, grads):
+    """Tensor hooks of the node's outputs (its leaf's, for AccumulateGrad), then retain_grad."""
+    grads = list(grads)
+    if type(node) is AccumulateGrad:
+        hooks = node.variable._hooks
+        per_slot = {0: hooks} if hooks else {}
+    else:
+        per_slot = node._tensor_hooks or {}
+    for nr, hooks in per_slot.items():
+        g = grads[nr]
+        if g is None:
+            continue
+        for hook in list(hooks.values()):  # snapshot: see SEMANTICS.md section 1 (removal)
+            r = hook(g)
+            if r is not None:
+                g = _check_tensor_hook(hook, r, g)
+        grads[nr] = g
+    if node._retain is not None:
+        for nr, ref in node._retain.items():
+            t = ref()
+            g = grads[nr]
+            if t is None or g is None:
+                continue
+            if t._grad is None:
+                t._grad = g.detach().clone() if not grad_mode.STATE.enabled else g.clone()
+            else:
+                t._grad = t._grad + g
+    return tuple(grads)
 
 
-def _inference_error(t):
-    from ..grad_mode import STATE
-    if not STATE.inference:
-        raise RuntimeError("Inference tensors cannot be saved for backward. To work around you "
-                           "can make a clone to get a normal tensor and use it in autograd.")
+def run_pre_hooks(node, grads):
+    for hook in list(node._pre_hooks.values()):
+        r = hook(grads)
+        if r is not None:
+            grads = _check_hook_tuple(hook, r, len(grads))
+    return grads
 
 
-class SavedOutput:
-    """A saved output: (array, version counter) only -- see NOTE [saved tensor lifetime]."""
-
-    __slots__ = ("data", "vc", "version", "hooked", "fw")
-    is_output = True
-    tensor = None
-
-    def __init__(self, t):
-        self.data = t._data
-        self.vc = t._vc
-        self.version = t._vc[0]
-        self.fw = None      # (dual level generation, tangent): forward-over-reverse needs it
-        self.hooked = None
-        if _saved_hooks.stack:
-            pack, unpack = _saved_hooks.stack[-1]
-            self.hooked = (pack(t), unpack)
-            self.data = None
-
-    def check(self, node):
-        if self.vc[0] != self.version:
-            from .._tensor import version_error
-            raise version_error(self, node)
-
-    def array(self, node):
-        if self.hooked is not None:
-            return self.unpack(node)._data
-        if self.vc[0] != self.version:
-            self.check(node)
-        return self.data
-
-    def unpack(self, node):
-        if self.hooked is not None:
-            return self.hooked[1](self.hooked[0])
-        if self.vc[0] != self.version:
-            self.check(node)
-        from .._tensor import Tensor
-        t = Tensor._make(self.data, node, 0, self.vc)
-        if self.fw is not None:
-            from .forward_ad import restore_tangent
-            restore_tangent(t, self.fw)
-        return t
+def run_post_hooks(node, outs, grads):
+    for hook in list(node._post_hooks.values()):
+        r = hook(outs, grads)
+        if r is not None:
+            outs = _check_hook_tuple(hook, r, len(outs))
+    return outs
 
 
-class _SavedHooks:
-    stack = []
+def _hook_name(hook):
+    return getattr(hook, "__name__", type(hook).__name__)
 
 
-_saved_hooks = _SavedHooks()
+def _check_tensor_hook(hook, r, g):
+    if not isinstance(r, Tensor):
+        raise TypeError("expected Variable, but hook returned '%s'" % type(r).__name__)
+    if r._data.shape != g._data.shape:
+        raise RuntimeError("hook '%s' has changed the size of value" % _hook_name(hook))
+    if r._dtype is not g._dtype:
+        raise RuntimeError("hook '%s' has changed the type of value (was torch.%sTensor got "
+                           "torch.%sTensor)" % (_hook_name(hook), g._dtype._legacy,
+                                                r._dtype._legacy))
+    return r
 
 
-class saved_tensors_hooks:
-    """Context manager: ``pack(tensor)`` at save time, ``unpack(packed)`` in backward."""
+def _check_hook_tuple(hook, r, n):
+    if not isinstance(r, (tuple, list)):
+        raise TypeError("expected tuple, but hook returned '%s'" % type(r).__name__)
+    if len(r) != n:
+        raise RuntimeError("hook '%s' has returned an incorrect number of values (got %d, but "
+                           "expected %d)" % (_hook_name(hook), len(r), n))
+    return tuple(r)
 
-    def __init__(self, pack_hook, unpack_hook):
-        self.pack_hook = pack_hook
-        self.unpack_hook = unpack_hook
 
-    def __enter__(self):
-        _saved_hooks.stack.append((self.pack_hook, self.unpack_hook))
-        return self
-
-    def __exit__(self, *exc):
-        _saved_hooks.stack.pop()
-        return False
-
+# ---------------------------------------------------------------------------------------------
+# Edges
 
 def edge(t):
     """The (node, input_nr) pair gradients for tensor ``t`` flow into; (None, 0) if none."""

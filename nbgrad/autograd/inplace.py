@@ -11,7 +11,7 @@ from ..creation import tensor
 from ..grad_mode import STATE
 from ..ops.indexing import _scatter_lin, _take_lin, index_put
 from ..ops.registry import new_node, node_class
-from .engine import _fit as conform_grads  # renamed in the engine split
+from .engine import conform_grads
 from .dual import set_tangent
 from .graph import SavedOutput, edge
 

@@ -13,7 +13,7 @@ from itertools import chain
 
 from .._tensor import Tensor
 from ..grad_mode import enable_grad, no_grad
-from ..utils.hooks import RemovableHandle, prepend_to
+from ..utils.hooks import add_hook
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook",
            "register_optimizer_step_post_hook", "required"]
@@ -32,23 +32,18 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
-def _typename(obj):
-    from .. import typename
-    return typename(obj)
+def _typename(obj):  # nbgrad.typename (the root package sits above optim)
+    return obj.type() if isinstance(obj, Tensor) else type(obj).__name__
 
 
 def register_optimizer_step_pre_hook(hook):
     """``hook(optimizer, args, kwargs) -> None or (args, kwargs)`` before every optimizer step."""
-    handle = RemovableHandle(_global_optimizer_pre_hooks)
-    _global_optimizer_pre_hooks[handle.id] = hook
-    return handle
+    return add_hook(_global_optimizer_pre_hooks, hook)
 
 
 def register_optimizer_step_post_hook(hook):
     """``hook(optimizer, args, kwargs) -> None`` after every optimizer step."""
-    handle = RemovableHandle(_global_optimizer_post_hooks)
-    _global_optimizer_post_hooks[handle.id] = hook
-    return handle
+    return add_hook(_global_optimizer_post_hooks, hook)
 
 
 def _step_with_hooks(func):
@@ -170,35 +165,23 @@ class Optimizer:
     # -- hooks ------------------------------------------------------------------------------
     def register_step_pre_hook(self, hook):
         """``hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs)``."""
-        handle = RemovableHandle(self._optimizer_step_pre_hooks)
-        self._optimizer_step_pre_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._optimizer_step_pre_hooks, hook)
 
     def register_step_post_hook(self, hook):
         """``hook(optimizer, args, kwargs) -> None``."""
-        handle = RemovableHandle(self._optimizer_step_post_hooks)
-        self._optimizer_step_post_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._optimizer_step_post_hooks, hook)
 
     def register_state_dict_pre_hook(self, hook, prepend=False):
-        return self._register(self._optimizer_state_dict_pre_hooks, hook, prepend)
+        return add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend=prepend)
 
     def register_state_dict_post_hook(self, hook, prepend=False):
-        return self._register(self._optimizer_state_dict_post_hooks, hook, prepend)
+        return add_hook(self._optimizer_state_dict_post_hooks, hook, prepend=prepend)
 
     def register_load_state_dict_pre_hook(self, hook, prepend=False):
-        return self._register(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+        return add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend=prepend)
 
     def register_load_state_dict_post_hook(self, hook, prepend=False):
-        return self._register(self._optimizer_load_state_dict_post_hooks, hook, prepend)
-
-    @staticmethod
-    def _register(registry, hook, prepend):
-        handle = RemovableHandle(registry)
-        registry[handle.id] = hook
-        if prepend:
-            prepend_to(registry, handle.id)
-        return handle
+        return add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend=prepend)
 
     # -- state dicts ------------------------------------------------------------------------
     def state_dict(self):

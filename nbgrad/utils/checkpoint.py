@@ -25,6 +25,10 @@ import weakref
 
 from .. import grad_mode
 from .. import random as _random
+from .._tensor import Tensor
+from ..autograd import backward, engine
+from ..autograd.function import Function
+from ..autograd.graph import saved_tensors_hooks
 
 __all__ = ["checkpoint", "checkpoint_sequential", "detach_variable",
            "check_backward_validity", "CheckpointError"]
@@ -38,7 +42,6 @@ class CheckpointError(RuntimeError):
 # helpers
 
 def _is_tensor(x):
-    from .._tensor import Tensor
     return isinstance(x, Tensor)
 
 
@@ -94,7 +97,6 @@ class _ForkRng:
 def _inside_partial_backward():
     """True when the running backward pass is ``autograd.grad`` or ``backward(inputs=...)``:
     the reentrant variant cannot work there (PyTorch's ``_is_checkpoint_valid``)."""
-    from ..autograd import engine
     code = engine.run_backward.__code__
     f = sys._getframe(1)
     while f is not None:
@@ -107,82 +109,63 @@ def _inside_partial_backward():
 # ------------------------------------------------------------------------------------------
 # reentrant variant
 
-def _make_checkpoint_function():
-    from ..autograd.function import Function
+class CheckpointFunction(Function):
+    """Forward under no_grad saving only the inputs; backward recomputes and backpropagates."""
 
-    class CheckpointFunction(Function):
-        @staticmethod
-        def forward(ctx, run_function, preserve_rng_state, *args):
-            check_backward_validity(args)
-            ctx.run_function = run_function
-            ctx.preserve_rng_state = preserve_rng_state
-            if preserve_rng_state:
-                ctx.fwd_cpu_state = get_rng_state()
-            # non-tensor inputs live on ctx; tensors go through save_for_backward
-            ctx.inputs = []
-            ctx.tensor_indices = []
-            tensor_inputs = []
-            for i, arg in enumerate(args):
-                if _is_tensor(arg):
-                    tensor_inputs.append(arg)
-                    ctx.tensor_indices.append(i)
-                    ctx.inputs.append(None)
-                else:
-                    ctx.inputs.append(arg)
-            ctx.save_for_backward(*tensor_inputs)
-            with grad_mode.no_grad():
-                outputs = run_function(*args)
-            return outputs
+    @staticmethod
+    def forward(ctx, run_function, preserve_rng_state, *args):
+        check_backward_validity(args)
+        ctx.run_function = run_function
+        ctx.preserve_rng_state = preserve_rng_state
+        if preserve_rng_state:
+            ctx.fwd_cpu_state = get_rng_state()
+        # non-tensor inputs live on ctx; tensors go through save_for_backward
+        ctx.inputs = []
+        ctx.tensor_indices = []
+        tensor_inputs = []
+        for i, arg in enumerate(args):
+            if _is_tensor(arg):
+                tensor_inputs.append(arg)
+                ctx.tensor_indices.append(i)
+                ctx.inputs.append(None)
+            else:
+                ctx.inputs.append(arg)
+        ctx.save_for_backward(*tensor_inputs)
+        with grad_mode.no_grad():
+            outputs = run_function(*args)
+        return outputs
 
-        @staticmethod
-        def backward(ctx, *args):
-            if _inside_partial_backward():
-                raise RuntimeError(
-                    "When use_reentrant=True, torch.utils.checkpoint is incompatible with "
-                    ".grad() or passing an `inputs` parameter to .backward(). To resolve this "
-                    "error, you can either set use_reentrant=False, or call .backward() without "
-                    "passing the `inputs` argument.")
-            inputs = list(ctx.inputs)
-            tensors = ctx.saved_tensors
-            for i, idx in enumerate(ctx.tensor_indices):
-                inputs[idx] = tensors[i]
-            with _ForkRng(ctx.preserve_rng_state):
-                if ctx.preserve_rng_state:
-                    set_rng_state(ctx.fwd_cpu_state)
-                detached_inputs = detach_variable(tuple(inputs))
-                with grad_mode.enable_grad():
-                    outputs = ctx.run_function(*detached_inputs)
-            if _is_tensor(outputs):
-                outputs = (outputs,)
-            outputs_with_grad, args_with_grad = [], []
-            for i in range(len(outputs)):
-                if _is_tensor(outputs[i]) and outputs[i].requires_grad:
-                    outputs_with_grad.append(outputs[i])
-                    args_with_grad.append(args[i])
-            if len(outputs_with_grad) == 0:
-                raise RuntimeError("none of output has requires_grad=True, this checkpoint() is "
-                                   "not necessary")
-            from .. import autograd
-            autograd.backward(outputs_with_grad, args_with_grad)
-            grads = tuple(inp._grad if _is_tensor(inp) else None for inp in detached_inputs)
-            return (None, None) + grads
-
-    return CheckpointFunction
-
-
-_CF = []
-
-
-def _checkpoint_function():
-    if not _CF:
-        _CF.append(_make_checkpoint_function())
-    return _CF[0]
-
-
-def __getattr__(name):
-    if name == "CheckpointFunction":
-        return _checkpoint_function()
-    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    @staticmethod
+    def backward(ctx, *args):
+        if _inside_partial_backward():
+            raise RuntimeError(
+                "When use_reentrant=True, torch.utils.checkpoint is incompatible with "
+                ".grad() or passing an `inputs` parameter to .backward(). To resolve this "
+                "error, you can either set use_reentrant=False, or call .backward() without "
+                "passing the `inputs` argument.")
+        inputs = list(ctx.inputs)
+        tensors = ctx.saved_tensors
+        for i, idx in enumerate(ctx.tensor_indices):
+            inputs[idx] = tensors[i]
+        with _ForkRng(ctx.preserve_rng_state):
+            if ctx.preserve_rng_state:
+                set_rng_state(ctx.fwd_cpu_state)
+            detached_inputs = detach_variable(tuple(inputs))
+            with grad_mode.enable_grad():
+                outputs = ctx.run_function(*detached_inputs)
+        if _is_tensor(outputs):
+            outputs = (outputs,)
+        outputs_with_grad, args_with_grad = [], []
+        for i in range(len(outputs)):
+            if _is_tensor(outputs[i]) and outputs[i].requires_grad:
+                outputs_with_grad.append(outputs[i])
+                args_with_grad.append(args[i])
+        if len(outputs_with_grad) == 0:
+            raise RuntimeError("none of output has requires_grad=True, this checkpoint() is "
+                               "not necessary")
+        backward(outputs_with_grad, args_with_grad)
+        grads = tuple(inp._grad if _is_tensor(inp) else None for inp in detached_inputs)
+        return (None, None) + grads
 
 
 # ------------------------------------------------------------------------------------------
@@ -245,7 +228,6 @@ class _Frame:
             raise CheckpointError("torch.utils.checkpoint: the recomputation graph cannot be "
                                   "backpropagated through")
 
-        from ..autograd.graph import saved_tensors_hooks
         args = detach_variable(tuple(self.args))
         with _ForkRng(self.preserve):
             if self.preserve:
@@ -272,7 +254,6 @@ def _checkpoint_without_reentrant(function, preserve_rng_state, determinism_chec
                                   **kwargs):
     if not grad_mode.is_grad_enabled():
         return function(*args, **kwargs)
-    from ..autograd.graph import saved_tensors_hooks
     frame = _Frame(function, args, kwargs, preserve_rng_state, determinism_check == "default")
     with saved_tensors_hooks(frame.pack, frame.unpack):
         return function(*args, **kwargs)
@@ -307,7 +288,7 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
         if context_fn is not None or debug is not False:
             raise ValueError("Passing `context_fn` or `debug` is only supported when "
                              "use_reentrant=False.")
-        return _checkpoint_function().apply(function, preserve, *args)
+        return CheckpointFunction.apply(function, preserve, *args)
     if context_fn is not None:
         raise NotImplementedError("nbgrad's checkpoint does not support context_fn")
     if determinism_check not in ("default", "none"):

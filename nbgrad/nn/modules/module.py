@@ -2,18 +2,19 @@
 full hook protocol (SEMANTICS.md section 5) with five global hook registries.
 
 NOTE [module hooks]: ``__call__`` takes a fast path straight to ``forward`` when no hook of any
-kind exists (local or global).  Full backward hooks use PyTorch's design: an identity autograd
-Function (``BackwardHookFunction``) wraps the module's tensor inputs and outputs; node pre-hooks
-on its two nodes see grad_output (output side) and grad_input (input side).
+kind exists (local or global).  Full backward hooks use PyTorch's design (``BackwardHook`` in
+_backward_hook.py): an identity autograd Function wraps the module's tensor inputs and outputs;
+node pre-hooks on its two nodes see grad_output (output side) and grad_input (input side).
 """
-import itertools
 import warnings
 from collections import OrderedDict, namedtuple
 
 from ... import grad_mode
 from ..._tensor import Tensor
-from ...utils.hooks import HookDict, RemovableHandle, prepend_to
+from ...dtypes import dtype, float16, float32, float64
+from ...utils.hooks import HookDict, add_hook
 from ..parameter import Parameter
+from ._backward_hook import BackwardHook
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
            "register_module_full_backward_pre_hook", "register_module_full_backward_hook",
@@ -45,15 +46,12 @@ def _any_global_hooks():
 
 
 def register_module_forward_pre_hook(hook):
-    h = RemovableHandle(_global_forward_pre_hooks)
-    _global_forward_pre_hooks[h.id] = hook
-    return h
+    return add_hook(_global_forward_pre_hooks, hook)
 
 
 def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
-    h = RemovableHandle(_global_forward_hooks, extra_dict=[_global_forward_hooks_always_called,
-                                                           _global_forward_hooks_with_kwargs])
-    _global_forward_hooks[h.id] = hook
+    h = add_hook(_global_forward_hooks, hook, extra=[_global_forward_hooks_always_called,
+                                                     _global_forward_hooks_with_kwargs])
     if with_kwargs:
         _global_forward_hooks_with_kwargs[h.id] = True
     if always_call:
@@ -62,9 +60,7 @@ def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
 
 
 def register_module_full_backward_pre_hook(hook):
-    h = RemovableHandle(_global_backward_pre_hooks)
-    _global_backward_pre_hooks[h.id] = hook
-    return h
+    return add_hook(_global_backward_pre_hooks, hook)
 
 
 def register_module_backward_hook(hook):
@@ -72,9 +68,7 @@ def register_module_backward_hook(hook):
         raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a "
                            "global Module hook. Please use only one of them.")
     _global_is_full_backward_hook[0] = False
-    h = RemovableHandle(_global_backward_hooks)
-    _global_backward_hooks[h.id] = hook
-    return h
+    return add_hook(_global_backward_hooks, hook)
 
 
 def register_module_full_backward_hook(hook):
@@ -82,9 +76,7 @@ def register_module_full_backward_hook(hook):
         raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a "
                            "global Module hook. Please use only one of them.")
     _global_is_full_backward_hook[0] = True
-    h = RemovableHandle(_global_backward_hooks)
-    _global_backward_hooks[h.id] = hook
-    return h
+    return add_hook(_global_backward_hooks, hook)
 
 
 def _addindent(s_, numSpaces):
@@ -360,15 +352,12 @@ class Module:
                                 **{k: v for k, v in kwargs.items() if k != "dtype"}))
 
     def float(self):
-        from ... import float32
         return self._apply(lambda t: t.to(float32) if t.is_floating_point() else t)
 
     def double(self):
-        from ... import float64
         return self._apply(lambda t: t.to(float64) if t.is_floating_point() else t)
 
     def half(self):
-        from ... import float16
         return self._apply(lambda t: t.to(float16) if t.is_floating_point() else t)
 
     def cpu(self):
@@ -451,55 +440,38 @@ class Module:
 
     # -- hooks ----------------------------------------------------------------------------
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
-        h = RemovableHandle(self._forward_pre_hooks,
-                            extra_dict=self._forward_pre_hooks_with_kwargs)
-        self._forward_pre_hooks[h.id] = hook
+        h = add_hook(self._forward_pre_hooks, hook, prepend=prepend,
+                     extra=self._forward_pre_hooks_with_kwargs)
         if with_kwargs:
             self._forward_pre_hooks_with_kwargs[h.id] = True
-        if prepend:
-            prepend_to(self._forward_pre_hooks, h.id)
         return h
 
     def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
                               always_call=False):
-        h = RemovableHandle(self._forward_hooks,
-                            extra_dict=[self._forward_hooks_with_kwargs,
-                                        self._forward_hooks_always_called])
-        self._forward_hooks[h.id] = hook
+        h = add_hook(self._forward_hooks, hook, prepend=prepend,
+                     extra=[self._forward_hooks_with_kwargs, self._forward_hooks_always_called])
         if with_kwargs:
             self._forward_hooks_with_kwargs[h.id] = True
         if always_call:
             self._forward_hooks_always_called[h.id] = True
-        if prepend:
-            prepend_to(self._forward_hooks, h.id)
         return h
 
     def register_full_backward_pre_hook(self, hook, prepend=False):
-        h = RemovableHandle(self._backward_pre_hooks)
-        self._backward_pre_hooks[h.id] = hook
-        if prepend:
-            prepend_to(self._backward_pre_hooks, h.id)
-        return h
+        return add_hook(self._backward_pre_hooks, hook, prepend=prepend)
 
     def register_full_backward_hook(self, hook, prepend=False):
         if self._is_full_backward_hook is False:
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
                                "on a single Module. Please use only one of them.")
         self.__dict__["_is_full_backward_hook"] = True
-        h = RemovableHandle(self._backward_hooks)
-        self._backward_hooks[h.id] = hook
-        if prepend:
-            prepend_to(self._backward_hooks, h.id)
-        return h
+        return add_hook(self._backward_hooks, hook, prepend=prepend)
 
     def register_backward_hook(self, hook):
         if self._is_full_backward_hook is True:
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
                                "on a single Module. Please use only one of them.")
         self.__dict__["_is_full_backward_hook"] = False
-        h = RemovableHandle(self._backward_hooks)
-        self._backward_hooks[h.id] = hook
-        return h
+        return add_hook(self._backward_hooks, hook)
 
     # -- calling ----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -543,7 +515,6 @@ class Module:
                         args = r if isinstance(r, tuple) else (r,)
             bw_hook = None
             if full_hooks or pre_hooks:
-                from ...utils.hooks import BackwardHook
                 bw_hook = BackwardHook(self, full_hooks, pre_hooks)
                 args = bw_hook.setup_input_hook(args)
             result = self.forward(*args, **kwargs)
@@ -643,8 +614,4 @@ class Module:
 
 
 def _is_dtype(a):
-    from ...dtypes import dtype
     return isinstance(a, dtype)
-
-
-_ = itertools
