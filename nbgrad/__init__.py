@@ -32,6 +32,9 @@ for _op in REGISTRY.values():
 del _op, _name
 from .ops.symbolic import elementwise  # noqa: E402
 from . import autograd, cuda, utils  # noqa: E402,F401
+# loaded once ops are: they sit above ops (NOTE [autograd layering] in autograd/__init__.py)
+from .autograd import forward_ad as _forward_ad, functional as _functional  # noqa: E402
+del _forward_ad, _functional
 from . import nn, optim  # noqa: E402,F401
 from .serialization import load, save  # noqa: E402
 from .autograd.anomaly_mode import (is_anomaly_check_nan_enabled,  # noqa: E402,F401

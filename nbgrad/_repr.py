@@ -15,7 +15,7 @@ class _Formatter:
     """Chooses int / fixed / scientific mode from the finite values, like torch._tensor_str."""
 
     def __init__(self, arr, dtype):
-        self.floating = dtype.category == 2
+        self.floating = dtype.is_floating_point
         self.int_mode = True
         self.sci_mode = False
         self.max_width = 1
@@ -119,7 +119,7 @@ def tensor_repr(t):
             suffixes.append("dtype=nbgrad." + d.name)
     else:
         view = _summarize(arr) if summarize else arr
-        if d.category == 3:
+        if d.is_complex:
             fmt = _complex_str(view)
         else:
             fmt = _Formatter(view.astype(np.float64) if d is _dt.float16 else view, d)

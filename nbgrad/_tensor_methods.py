@@ -70,7 +70,7 @@ def _rtruediv(self, other):
     if other is NotImplemented:
         return NotImplemented
     return pw.mul(pw.reciprocal(self), other) if isinstance(other, numbers.Number) and \
-        self._dtype.category >= 2 else pw.div(other, self)
+        self._dtype.is_inexact else pw.div(other, self)
 
 
 def _rfloordiv(self, other):
@@ -83,7 +83,7 @@ def _rmod(self, other):
 
 
 def _check_bool(self, other, name):
-    if self._dtype.category > 1 or (isinstance(other, Tensor) and other._dtype.category > 1):
+    if self._dtype.is_inexact or (isinstance(other, Tensor) and other._dtype.is_inexact):
         raise RuntimeError('"%s_cpu" not implemented for \'%s\'' % (name, self._dtype._legacy))
 
 
@@ -106,7 +106,7 @@ def _xor(self, other):
 
 
 def _invert(self):
-    if self._dtype.category > 1:
+    if self._dtype.is_inexact:
         raise RuntimeError("bitwise_not is only supported for integer and boolean tensors")
     return _make(np.asarray(np.invert(self._data)))
 

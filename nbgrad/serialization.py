@@ -408,7 +408,7 @@ class _Decoder:
         e = self.entries[i]
         t = Tensor._make(_native(self.arrays[i]))
         t = self._map(t)
-        rg = e.get("requires_grad", False) is True and t._dtype.category >= 2
+        rg = e.get("requires_grad", False) is True and t._dtype.is_inexact
         if e.get("kind") == "parameter":
             from .nn.parameter import Parameter
             t = Parameter(t, requires_grad=rg)

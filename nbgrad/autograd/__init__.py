@@ -3,9 +3,8 @@
 NOTE [autograd layering]: ops import this package's lower modules (graph, saved, batching,
 anomaly_mode), so this file runs while ops are still loading.  What it imports at module level
 (those, engine, function, gradcheck) reaches ops only at call time; ``functional`` and
-``forward_ad``, which may import ops, load on first use (``__getattr__`` below).
+``forward_ad``, which import ops, are imported by ``nbgrad/__init__.py`` once ops are loaded.
 """
-import importlib
 import warnings
 
 from .. import creation
@@ -196,9 +195,3 @@ def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False,
 _tensor_backward.__name__, _tensor_backward.__qualname__ = "backward", "Tensor.backward"
 Tensor.backward = _tensor_backward
 
-
-def __getattr__(name):
-    # see NOTE [autograd layering]
-    if name in ("functional", "forward_ad"):
-        return importlib.import_module("." + name, __name__)
-    raise AttributeError("module 'nbgrad.autograd' has no attribute %r" % name)

@@ -62,7 +62,7 @@ def make_dual(tensor, tangent, *, level=None):
                            "that of the original Tensor, this is not supported. Tensor is of "
                            "size %s while the given forward gradient is of size %s."
                            % (list(tensor.shape), list(getattr(tangent, "shape", ()))))
-    if tensor.dtype.category < 2:
+    if not tensor.dtype.is_inexact:
         raise RuntimeError("Expected both tensor and its forward grad to be floating point or "
                            "complex")
     alias = _alias(tensor)
@@ -166,7 +166,7 @@ def with_jvp(fn):
         _flags.FWD = False
         try:
             result = fn(*args, **kwargs)
-            outs = [o for o in _tensors_in(result, []) if o.dtype.category >= 2]
+            outs = [o for o in _tensors_in(result, []) if o.dtype.is_inexact]
             _transposed_jvp(fn, args, kwargs, outs)
         finally:
             _flags.FWD = True

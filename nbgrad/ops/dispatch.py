@@ -49,7 +49,7 @@ def pointwise_dtype(op, inputs):
         b = inputs[1]
         tb = type(b)
         ad = a._dtype
-        if tb is float and ad.category >= 2:
+        if tb is float and ad.is_inexact:
             dt = ad
         elif tb is int and ad.category >= 1:
             dt = ad
@@ -59,7 +59,7 @@ def pointwise_dtype(op, inputs):
             dt = _dt.result_type(a, b)
     else:
         dt = _dt.result_type(*[x for x, n in zip(inputs, op.args) if n not in op.bool_args])
-    if dt.category < 2 and op.rule == "float":
+    if not dt.is_inexact and op.rule == "float":
         dt = _dt._default[0]
     return dt
 
@@ -105,7 +105,7 @@ def pointwise(op, inputs, attrs=()):
         out = np.asarray(out)
     if out.dtype != dt.np:
         out = out.astype(dt.np)
-    if rg and STATE.enabled and op.differentiable and dt.category >= 2:
+    if rg and STATE.enabled and op.differentiable and dt.is_inexact:
         t = op.record(out, inputs, attrs=(attrs, cd.name))
     else:
         t = _make(out)
@@ -129,7 +129,7 @@ def binary(op, a, b):
         dt = ad if b._dtype is ad else _dt.result_type(a, b)
     else:
         return pointwise(op, (a, b))
-    if dt.category < 2 and op.rule == "float":
+    if not dt.is_inexact and op.rule == "float":
         dt = _dt._default[0]
     cd = _dt.float32 if dt is _dt.float16 else dt
     npd = cd.np
@@ -156,7 +156,7 @@ def binary(op, a, b):
     if out.dtype != dt.np:
         out = out.astype(dt.np)
     if (a._requires_grad or (bt is not None and bt._requires_grad)) and STATE.enabled \
-            and op.differentiable and dt.category >= 2:
+            and op.differentiable and dt.is_inexact:
         node = op.node.__new__(op.node)
         if bt is None:
             node.next_functions = (edge(a), (None, 0))
@@ -193,7 +193,7 @@ def binary(op, a, b):
 def unary(op, a):
     """Fast path of ``pointwise`` for one Tensor argument and no attributes."""
     dt = a._dtype
-    if dt.category < 2 and op.rule == "float":
+    if not dt.is_inexact and op.rule == "float":
         dt = _dt._default[0]
     cd = _dt.float32 if dt is _dt.float16 else dt
     xa = a._data
@@ -211,7 +211,7 @@ def unary(op, a):
         out = np.asarray(out)
     if out.dtype != dt.np:
         out = out.astype(dt.np)
-    if a._requires_grad and STATE.enabled and op.differentiable and dt.category >= 2:
+    if a._requires_grad and STATE.enabled and op.differentiable and dt.is_inexact:
         node = op.node.__new__(op.node)
         node.next_functions = (edge(a),)
         node._in_meta = ((a._data.shape, a._dtype),)

@@ -208,7 +208,7 @@ def pointwise_vjp(op, node, grads):
 def pointwise_jvp(op, inputs, attrs, out):
     """Forward mode: give ``out`` the tangent ``sum_i t_i * partial_i`` (same partials)."""
     tans = [tangent_of(x) for x in inputs]
-    if all(t is None for t in tans) or out.dtype.category < 2:
+    if all(t is None for t in tans) or not out.dtype.is_inexact:
         return
     parts = partials_of(op)
     batch_dims = DUAL.tangent_batch_dims

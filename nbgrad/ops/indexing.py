@@ -58,11 +58,11 @@ def _normalize(idx):
         idx = (idx,)
     out, advanced = [], False
     for i in idx:
-        if isinstance(i, Tensor) and i._data.ndim == 0 and i._dtype.category == 1:
+        if isinstance(i, Tensor) and i._data.ndim == 0 and i._dtype.is_integral:
             out.append(int(i._data))  # a 0-dim integer tensor indexes like an int
             continue
         if isinstance(i, Tensor):
-            if i._dtype.category >= 2:
+            if i._dtype.is_inexact:
                 raise IndexError("tensors used as indices must be long, int, byte or bool "
                                  "tensors")
             out.append(i._data)
@@ -336,7 +336,7 @@ def _index_select_vjp(node, grads):
 @op("index_select", "indexing", node="IndexSelectBackward0", vjp=_index_select_vjp, variants=FM,
     kernels=CPU)
 def index_select(input, dim, index):
-    if not isinstance(index, Tensor) or index._dtype.category != 1:
+    if not isinstance(index, Tensor) or not index._dtype.is_integral:
         raise RuntimeError("index_select(): Expected dtype int32/int64 for index")
     if index._data.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")

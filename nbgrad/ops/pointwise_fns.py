@@ -154,7 +154,7 @@ def div(input, other, *, rounding_mode=None, out=None):
     if rounding_mode is None and out is None and isinstance(input, Tensor):
         return binary(R["div"], input, other)
     if not isinstance(input, Tensor):
-        input = tensor(input, dtype=other._dtype if other._dtype.category >= 2 else None)
+        input = tensor(input, dtype=other._dtype if other._dtype.is_inexact else None)
     other = _operand(other)
     if rounding_mode is None:
         res = pointwise(R["div"], (input, other))
@@ -171,7 +171,7 @@ def div(input, other, *, rounding_mode=None, out=None):
 
 def _cast_int_result(res, a, b):
     dt = _dt.result_type(a, b)
-    return res if dt.category >= 2 else _make(res._data.astype(dt.np))
+    return res if dt.is_inexact else _make(res._data.astype(dt.np))
 
 
 @implements("pow")
@@ -181,9 +181,9 @@ def pow(input, exponent, *, out=None):  # noqa: A001
     exponent = _operand(exponent)
     if isinstance(exponent, Tensor):
         return write_out(pointwise(R["pow.Tensor"], (input, exponent)), out, "pow")
-    if input._dtype.category < 2 and isinstance(exponent, numbers.Integral) and exponent < 0:
+    if not input._dtype.is_inexact and isinstance(exponent, numbers.Integral) and exponent < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
-    if input._dtype.category < 2 and isinstance(exponent, float):
+    if not input._dtype.is_inexact and isinstance(exponent, float):
         input = input.to(_dt._default[0])
     return write_out(pointwise(R["pow"], (input,), (exponent,)), out, "pow")
 
@@ -204,7 +204,7 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
         if max is not None:
             r = minimum(r, max)
         return write_out(r, out, "clamp")
-    if input._dtype.category < 2:
+    if not input._dtype.is_inexact:
         lo = min if min is not None else None
         return write_out(_make(np.clip(input._data, lo, max)), out, "clamp")
     lo = -math.inf if min is None else float(min)
@@ -215,14 +215,14 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
 
 @implements("clamp_min")
 def clamp_min(input, min, *, out=None):  # noqa: A002
-    if isinstance(min, Tensor) or input._dtype.category < 2:
+    if isinstance(min, Tensor) or not input._dtype.is_inexact:
         return clamp(input, min=min, out=out)
     return write_out(pointwise(R["clamp_min"], (input,), (float(min),)), out, "clamp_min")
 
 
 @implements("clamp_max")
 def clamp_max(input, max, *, out=None):  # noqa: A002
-    if isinstance(max, Tensor) or input._dtype.category < 2:
+    if isinstance(max, Tensor) or not input._dtype.is_inexact:
         return clamp(input, max=max, out=out)
     return write_out(pointwise(R["clamp_max"], (input,), (float(max),)), out, "clamp_max")
 
@@ -280,7 +280,7 @@ def masked_fill(input, mask, value):
             raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
                                "tensor with %d dimension(s)." % value._data.ndim)
         value = value.item()
-    if input._dtype.category < 2:
+    if not input._dtype.is_inexact:
         arr = np.where(mask._data, value, input._data).astype(input._data.dtype)
         return _make(arr)
     return pointwise(R["masked_fill"], (input, mask), (float(value),))
@@ -292,7 +292,7 @@ def floor_divide(input, other, *, out=None):
     dt = _dt.result_type(input, o)
     a = input._data.astype(dt.np, copy=False)
     b = o._data.astype(dt.np, copy=False) if isinstance(o, Tensor) else o
-    if dt.category < 2 and np.any(np.asarray(b) == 0):
+    if not dt.is_inexact and np.any(np.asarray(b) == 0):
         raise RuntimeError("ZeroDivisionError")
     try:
         r = np.floor_divide(a, b)

@@ -108,9 +108,9 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
     x = input
     dims = _dims(dim, x._data.ndim)
     d = _dt.as_dtype(dtype) if dtype is not None else (
-        _dt.int64 if x._dtype.category < 2 else x._dtype)
+        _dt.int64 if not x._dtype.is_inexact else x._dtype)
     a = _compute_arr(x)
-    if d.category < 2:
+    if not d.is_inexact:
         r, _ = _run(K.isum_fwd_cpu, a.astype(np.int64, copy=False), dims, keepdim, np.int64)
     else:
         a = a.astype(_dt.float32.np if d is _dt.float16 else d.np, copy=False)
@@ -125,7 +125,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
     variants=FMO, kernels=CPU)
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     x = input
-    if dtype is None and x._dtype.category < 2:
+    if dtype is None and not x._dtype.is_inexact:
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
                            "floating point or complex dtype. Got: %s" % x._dtype._legacy)
     dims = _dims(dim, x._data.ndim)
@@ -174,7 +174,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
         raise TypeError("prod(): argument 'dim' must be int, not %s" % type(dim).__name__)
     dims = _dims(dim, x._data.ndim)
     d = _dt.as_dtype(dtype) if dtype is not None else (
-        _dt.int64 if x._dtype.category < 2 else x._dtype)
+        _dt.int64 if not x._dtype.is_inexact else x._dtype)
     a = _compute_arr(x).astype(_dt.float32.np if d is _dt.float16 else d.np, copy=False)
     r, _ = _run(K.prod_fwd_cpu, a, dims, keepdim, a.dtype)
     if r is None:
@@ -330,7 +330,7 @@ def _std_vjp(node, grads):
 def _var_std(x, dim, unbiased, keepdim, correction, take_sqrt, opdef):
     if isinstance(dim, bool):           # var(x, False): the old "unbiased" positional
         unbiased, dim = dim, None
-    if x._dtype.category < 2:
+    if not x._dtype.is_inexact:
         raise RuntimeError("std and var only support floating point and complex dtypes")
     c = _correction(unbiased, correction)
     dims = _dims(dim, x._data.ndim)
@@ -380,7 +380,7 @@ def _norm_vjp(node, grads):
     variants=FM)
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     x = input
-    if x._dtype.category < 2:
+    if not x._dtype.is_inexact:
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
                            "input. Got %s" % x._dtype._legacy)
     if p == "fro" or p is None:
@@ -415,7 +415,7 @@ def _logsumexp_vjp(node, grads):
     variants=FM, kernels=CPU)
 def logsumexp(input, dim, keepdim=False):
     x = input
-    if x._dtype.category < 2:
+    if not x._dtype.is_inexact:
         x = x.to(_dt._default[0])
     dims = _dims(dim, x._data.ndim)
     a = _compute_arr(x)
@@ -438,7 +438,7 @@ def cumsum(input, dim, *, dtype=None):
     x = input
     d = _wrap_dim(dim, x._data.ndim)
     od = _dt.as_dtype(dtype) if dtype is not None else (
-        _dt.int64 if x._dtype.category < 2 else x._dtype)
+        _dt.int64 if not x._dtype.is_inexact else x._dtype)
     a = _compute_arr(x).astype(_dt.float32.np if od is _dt.float16 else od.np, copy=False)
     if a.ndim == 0:
         r = a.copy()

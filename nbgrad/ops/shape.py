@@ -496,7 +496,7 @@ def to_dtype(input, dtype, copy=False):
     if d is input._dtype and not copy:
         return input
     arr = input._data.astype(d.np)
-    if d.category < 2:
+    if not d.is_inexact:
         return _make(arr)
     return to_dtype.op.record(arr, (input,), attrs=(input._dtype,))
 

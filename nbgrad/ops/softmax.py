@@ -46,7 +46,7 @@ def _softmax(input, dim, dtype, log, opdef):
     x = input
     if dtype is not None:
         x = x.to(dtype)
-    if x._dtype.category < 2:
+    if not x._dtype.is_inexact:
         raise RuntimeError('"%s_lastdim_kernel_impl" not implemented for \'%s\''
                            % ("log_softmax" if log else "softmax", x._dtype._legacy))
     if x._data.ndim == 0:

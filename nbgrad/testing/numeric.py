@@ -8,7 +8,7 @@ from .._tensor import Tensor
 def _flat_outputs(out):
     if isinstance(out, Tensor):
         return [out]
-    return [o for o in out if isinstance(o, Tensor) and o._dtype.category >= 2]
+    return [o for o in out if isinstance(o, Tensor) and o._dtype.is_inexact]
 
 
 def _eval(fn, args):
