@@ -1,8 +1,8 @@
+import nbgrad
 """Compile (or load from the disk cache) the kernels most programs touch, once."""
 
 
 def warmup(dtypes=("float32",)):
-    import nbgrad
     for name in dtypes:
         dt = getattr(nbgrad, name)
         x = nbgrad.ones(2, 3, dtype=dt, requires_grad=True)

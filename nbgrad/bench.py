@@ -5,6 +5,7 @@ import argparse
 import time
 
 import numpy as np
+import nbgrad
 
 
 def _timeit(fn, repeat=5, number=1):
@@ -137,7 +138,6 @@ def jacobian_100(T, **kw):
 
 
 def main(argv=None):
-    import nbgrad
     p = argparse.ArgumentParser(prog="python -m nbgrad", description=__doc__)
     p.add_argument("--quick", action="store_true", help="skip the 4M-element GELU")
     args = p.parse_args(argv)

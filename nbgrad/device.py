@@ -66,7 +66,7 @@ def check_device(d):
     """Only the CPU stores data today; a CUDA request gets a clear error, never a crash."""
     d = as_device(d)
     if d.type == "cuda":
-        from . import cuda
+        from . import cuda  # cycle: nbgrad.cuda builds on tensors; devices are a leaf
         if not cuda.is_available():
             raise RuntimeError("CUDA is not available: nbgrad found no CUDA device "
                                "(install the 'cuda' extra and check nbgrad.cuda.is_available())")

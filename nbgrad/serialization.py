@@ -20,6 +20,13 @@ import struct
 import zlib
 
 import numpy as np
+from ._tensor import Tensor
+from .dtypes import dtype as _dtype
+from .device import device as _device
+from .nn.parameter import Parameter
+from .device import as_device
+from .dtypes import _NAMES
+from .device import device
 
 __all__ = ["save", "load", "FORMAT_VERSION", "MAGIC"]
 
@@ -125,9 +132,6 @@ class _Encoder:
         return len(self.entries) - 1
 
     def encode(self, obj):
-        from ._tensor import Tensor
-        from .dtypes import dtype as _dtype
-        from .device import device as _device
         if obj is None:
             return {"type": "none"}
         if obj is True or obj is False:
@@ -186,7 +190,6 @@ class _Encoder:
         idx = self._tensor_ids.get(id(t))
         if idx is not None:
             return idx
-        from .nn.parameter import Parameter
         arr = t._data
         name = t._dtype.name
         if name not in _DTYPES:  # pragma: no cover - every nbgrad dtype is listed
@@ -404,13 +407,11 @@ class _Decoder:
         t = self.tensors.get(i)
         if t is not None:
             return t
-        from ._tensor import Tensor
         e = self.entries[i]
         t = Tensor._make(_native(self.arrays[i]))
         t = self._map(t)
         rg = e.get("requires_grad", False) is True and t._dtype.is_inexact
         if e.get("kind") == "parameter":
-            from .nn.parameter import Parameter
             t = Parameter(t, requires_grad=rg)
         elif rg:
             t.requires_grad_(True)
@@ -428,7 +429,6 @@ class _Decoder:
             ml = ml.get("cpu")
             if ml is None:
                 return t
-        from .device import as_device
         d = as_device(ml)
         return t if d.type == "cpu" else t.to(d)
 
@@ -491,12 +491,10 @@ def _items(node):
 
 
 def _dtype_node(dec, node):
-    from .dtypes import _NAMES
     return _NAMES[_str(node["value"])]
 
 
 def _device_node(dec, node):
-    from .device import device
     return device(_str(node["value"]))
 
 

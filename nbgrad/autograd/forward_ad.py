@@ -24,6 +24,8 @@ from .dual import (
     set_tangent,
     tangent_of,
 )
+from ..creation import tensor, zeros, zeros_like
+from . import grad
 
 __all__ = ["UnpackedDualTensor", "dual_level", "enter_dual_level", "exit_dual_level",
            "make_dual", "unpack_dual"]
@@ -127,8 +129,6 @@ def _replace(obj, mapping):
 
 def _transposed_jvp(fn, args, kwargs, outs):
     """Tangents of ``outs`` = fn(args) by transposing fn's VJP (one double backward)."""
-    from ..creation import zeros_like
-    from . import grad
     duals = [t for t in _tensors_in(args, []) if tangent_of(t) is not None]
     with grad_mode.enable_grad():
         prims = {id(t): t.detach().requires_grad_(True) for t in duals}
@@ -149,7 +149,6 @@ def _transposed_jvp(fn, args, kwargs, outs):
     lead = _batch_shape(used[0][1])
     for (o2, o), tan in zip(pairs, ts):
         if tan is None:
-            from ..creation import zeros
             tan = zeros(*(tuple(lead) + tuple(o2.shape)), dtype=o2.dtype)
         set_tangent(o, tan.detach())
 
@@ -179,7 +178,6 @@ def _check_forward_ad(func, inputs, idx, eps, atol, rtol):
     """gradcheck(check_forward_ad=True): forward-mode JVPs against central differences."""
     import numpy as np
 
-    import nbgrad
     rng = np.random.default_rng(0)
     for i in idx:
         x = inputs[i]
@@ -187,7 +185,7 @@ def _check_forward_ad(func, inputs, idx, eps, atol, rtol):
         with dual_level():
             args = list(inputs)
             args[i] = make_dual(x.detach().requires_grad_(x.requires_grad),
-                                nbgrad.tensor(u, dtype=x.dtype))
+                                tensor(u, dtype=x.dtype))
             outs = _tensors_in(func(*args), [])
             tans = [unpack_dual(o).tangent for o in outs]
         orig = x._data.copy()

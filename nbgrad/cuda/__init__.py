@@ -1,5 +1,6 @@
 """``nbgrad.cuda``: device queries.  numba.cuda is imported lazily, only when asked."""
 import functools
+from .. import random
 
 __all__ = ["is_available", "device_count", "synchronize", "manual_seed", "manual_seed_all"]
 
@@ -35,7 +36,6 @@ def synchronize(device=None):
 
 
 def manual_seed(seed):
-    from .. import random
     random.manual_seed(seed)
 
 

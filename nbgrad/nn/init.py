@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import grad_mode
 from .. import random as _random
+from ..creation import from_numpy
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
            "zeros_", "eye_", "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
@@ -45,7 +46,6 @@ def _no_grad_zero_(tensor):
 
 def _no_grad_copy_array_(tensor, arr):
     """Write a numpy array into ``tensor`` in place (one version bump, like PyTorch's copy_)."""
-    from ..creation import from_numpy
     with grad_mode.no_grad():
         return tensor.copy_(from_numpy(np.ascontiguousarray(arr)))
 

@@ -1,5 +1,6 @@
 """``nn.Parameter``: a leaf Tensor that Modules register automatically."""
 from .._tensor import Tensor
+from ..creation import empty
 
 __all__ = ["Parameter"]
 
@@ -8,7 +9,6 @@ class Parameter(Tensor):
     """A Tensor that is a module parameter (requires grad by default)."""
 
     def __new__(cls, data=None, requires_grad=True):
-        from ..creation import empty
         if data is None:
             data = empty(0)
         t = Tensor._make.__func__(cls, data._data)

@@ -13,6 +13,7 @@ from ..creation import tensor
 from . import pointwise as _table  # noqa: F401  (fills the registry)
 from .dispatch import binary, broadcast_error, pointwise, unary
 from .registry import FUNCTION, INPLACE, METHOD, OUT, REGISTRY, implements, op, write_out
+from .indexing import nonzero
 
 R = REGISTRY
 _make = Tensor._make
@@ -259,7 +260,6 @@ def lerp(input, end, weight, *, out=None):
 @implements("where")
 def where(condition, input=None, other=None, *, out=None):
     if input is None and other is None:
-        from .indexing import nonzero
         return nonzero(condition, as_tuple=True)
     if not isinstance(condition, Tensor) or condition._dtype is not _dt.bool:
         raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor "

@@ -23,6 +23,7 @@ from ..autograd.graph import Node, SavedOutput, SavedTensor, edge, next_seq
 from ..grad_mode import STATE
 from ..autograd.anomaly_mode import STATE as _anomaly
 from ..kernels.build import names_in
+from ..autograd.saved import ERR_FREED
 
 REGISTRY = {}
 _NODE_CLASSES = {}
@@ -246,7 +247,6 @@ class FnNode(Node):
 
     def apply(self, grads):
         if self._released:
-            from ..autograd.graph import ERR_FREED
             raise RuntimeError(ERR_FREED)
         return self.op(self, grads)
 
@@ -271,7 +271,6 @@ class FnNode(Node):
             saved = object.__getattribute__(self, "saved")
             if saved is None:
                 if object.__getattribute__(self, "_released"):
-                    from ..autograd.graph import ERR_FREED
                     raise RuntimeError(ERR_FREED)
             elif key in saved:
                 return self.unpack(key)

@@ -23,6 +23,7 @@ from ..kernels.vocab import VOCAB
 from .dispatch import pointwise
 from .formula import OP_OF, vjp_of
 from .registry import REGISTRY, OpDef, register
+from ..creation import tensor
 
 # Python builtins a formula may use for vocabulary functions: abs -> fabs, round -> rint
 _RENAME = {op: f for f, op in OP_OF.items()}
@@ -194,7 +195,6 @@ def elementwise(fn=None, *, name=None):
             raise TypeError("%s(): expected at least one Tensor argument" % fn.__name__)
         first = next(i for i, a in enumerate(args) if isinstance(a, Tensor))
         if first != 0:  # promotion/dispatch expects a tensor first: wrap scalars
-            from ..creation import tensor
             args = tuple(a if isinstance(a, Tensor) else tensor(a, dtype=args[first].dtype)
                          for a in args)
         return pointwise(op, args)

@@ -4,6 +4,7 @@ import numpy as np
 from .._tensor import Tensor
 from . import _functional as F
 from .optimizer import Optimizer, _check_differentiable, _closure_loss, _scalar, _use_no_grad
+from ..dtypes import float64, get_default_dtype
 
 __all__ = ["Adam"]
 
@@ -11,7 +12,6 @@ __all__ = ["Adam"]
 def _scalar_np_dtype():
     """The dtype of ``state["step"]``: float64 when the default dtype is float64, else float32
     (PyTorch's ``_get_scalar_dtype``)."""
-    from .. import float64, get_default_dtype
     return np.float64 if get_default_dtype() is float64 else np.float32
 
 

@@ -3,6 +3,7 @@ full Jacobian (small samples).  Used by tests until/alongside autograd.gradcheck
 import numpy as np
 
 from .._tensor import Tensor
+import nbgrad
 
 
 def _flat_outputs(out):
@@ -18,7 +19,6 @@ def _eval(fn, args):
 
 def directional_check(fn, args, eps=1e-6, rtol=1e-5, atol=1e-7, seed=0):
     """Compare <v, J u> from central differences with <J^T v, u> from backward."""
-    import nbgrad
     rng = np.random.default_rng(seed)
     diff = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
     outs = _flat_outputs(fn(*args))
@@ -46,7 +46,6 @@ def directional_check(fn, args, eps=1e-6, rtol=1e-5, atol=1e-7, seed=0):
 
 def full_jacobian_check(fn, args, eps=1e-6, rtol=1e-4, atol=1e-6):
     """Element-by-element Jacobians (numerical vs analytical) for every differentiable input."""
-    import nbgrad
     diff = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
     outs = _flat_outputs(fn(*args))
     for k, out in enumerate(outs):

@@ -11,6 +11,8 @@ import copy
 import numpy as np
 
 from ..ops.registry import REGISTRY
+import nbgrad
+from ..ops.registry import FUNCTION
 
 
 class F:
@@ -116,7 +118,6 @@ def materialize(T, sample, dtype, requires_grad, seed=0):
 
 def leaf_fn(info, sample, args_template):
     """``info.fn`` as a function of the differentiable leaves only (other arguments fixed)."""
-    import nbgrad
 
     def fn(*leaves):
         it = iter(leaves)
@@ -176,7 +177,6 @@ def formula_ref(op):
 
 
 def _unary_entries():
-    from ..ops.registry import FUNCTION
     out = []
     for name, op in REGISTRY.items():
         if op.kind != "pointwise" or FUNCTION not in op.variants or op.args != ("x",) \

@@ -6,6 +6,8 @@ import warnings
 
 from ... import grad_mode
 from ..._tensor import Tensor
+from ... import creation, ops
+from ... import ops
 
 __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_",
            "get_total_norm"]
@@ -22,7 +24,6 @@ def _no_grad(func):
 @_no_grad
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """The ``norm_type``-norm of all ``tensors`` taken together, as one 0-d tensor."""
-    from ... import creation, ops
     tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
     norm_type = float(norm_type)
     if len(tensors) == 0:
@@ -40,7 +41,6 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
 @_no_grad
 def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     """Scale the gradients by ``min(1, max_norm / (total_norm + 1e-6))``."""
-    from ... import ops
     if isinstance(parameters, Tensor):
         parameters = [parameters]
     grads = [p.grad for p in parameters if p.grad is not None]

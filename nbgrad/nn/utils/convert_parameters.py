@@ -1,12 +1,12 @@
 """Flatten parameters into one vector and back (``torch.nn.utils.convert_parameters``)."""
 from ..._tensor import Tensor
+from ... import ops
 
 __all__ = ["parameters_to_vector", "vector_to_parameters"]
 
 
 def parameters_to_vector(parameters):
     """Concatenate the parameters, each flattened, into one 1-D tensor."""
-    from ... import ops
     vec = [param.view(-1) for param in parameters]
     return ops.shape.cat(vec)
 
@@ -14,8 +14,7 @@ def parameters_to_vector(parameters):
 def vector_to_parameters(vec, parameters):
     """Copy consecutive slices of ``vec`` into the parameters' ``.data``."""
     if not isinstance(vec, Tensor):
-        from ... import typename
-        raise TypeError(f"expected torch.Tensor, but got: {typename(vec)}")
+        raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
     pointer = 0
     for param in parameters:
         num_param = param.numel()

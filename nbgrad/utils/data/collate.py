@@ -6,6 +6,11 @@ import copy
 import re
 
 import numpy as np
+from ..._tensor import Tensor
+from ...ops.shape import stack
+from ...creation import as_tensor
+from ...creation import tensor
+from ...dtypes import float64
 
 __all__ = ["default_collate", "default_convert", "collate", "default_collate_fn_map"]
 
@@ -17,7 +22,6 @@ default_collate_err_msg_format = (
 
 
 def _tensor_type():
-    from ..._tensor import Tensor
     return Tensor
 
 
@@ -69,7 +73,6 @@ def collate(batch, *, collate_fn_map=None):
 
 
 def collate_tensor_fn(batch, *, collate_fn_map=None):
-    from ...ops.shape import stack
     return stack(batch, 0)
 
 
@@ -77,23 +80,18 @@ def collate_numpy_array_fn(batch, *, collate_fn_map=None):
     elem = batch[0]
     if np_str_obj_array_pattern.search(elem.dtype.str) is not None:
         raise TypeError(default_collate_err_msg_format.format(elem.dtype))
-    from ...creation import as_tensor
     return collate([as_tensor(b) for b in batch], collate_fn_map=collate_fn_map)
 
 
 def collate_numpy_scalar_fn(batch, *, collate_fn_map=None):
-    from ...creation import as_tensor
     return as_tensor(np.asarray(batch))
 
 
 def collate_float_fn(batch, *, collate_fn_map=None):
-    from ...creation import tensor
-    from ...dtypes import float64
     return tensor(batch, dtype=float64)
 
 
 def collate_int_fn(batch, *, collate_fn_map=None):
-    from ...creation import tensor
     return tensor(batch)
 
 
@@ -137,7 +135,6 @@ def default_convert(data):
         if elem_type.__name__ == "ndarray" \
                 and np_str_obj_array_pattern.search(data.dtype.str) is not None:
             return data
-        from ...creation import as_tensor
         return as_tensor(np.asarray(data))
     if isinstance(data, collections.abc.Mapping):
         try:

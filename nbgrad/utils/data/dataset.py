@@ -4,6 +4,7 @@ import bisect
 import itertools
 import math
 import warnings
+from .sampler import _randperm
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
            "ChainDataset", "Subset", "random_split"]
@@ -153,7 +154,6 @@ class Subset(Dataset):
 def random_split(dataset, lengths, generator=None):
     """Split ``dataset`` into non-overlapping random subsets of the given lengths (or fractions
     summing to 1).  ``generator`` defaults to nbgrad's default generator."""
-    from .sampler import _randperm
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
         subset_lengths = []
         for i, frac in enumerate(lengths):

@@ -8,6 +8,8 @@ makes shuffling reproducible and each epoch still gets a new permutation, as in 
 import itertools
 
 import numpy as np
+from ... import random as _random
+from ... import creation
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler"]
@@ -16,7 +18,6 @@ __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler
 def _np_rng(generator):
     """The numpy Generator behind an nbgrad generator (None: the default generator)."""
     if generator is None:
-        from ... import random as _random
         return _random.default_generator.rng
     if isinstance(generator, np.random.Generator):
         return generator
@@ -126,7 +127,6 @@ class WeightedRandomSampler(Sampler):
         if w.ndim != 1:
             raise ValueError("weights should be a 1d sequence but given weights have shape %s"
                              % (tuple(w.shape),))
-        from ... import creation
         self.weights = creation.tensor(w)
         self.num_samples = num_samples
         self.replacement = replacement
