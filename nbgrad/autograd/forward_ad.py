@@ -15,7 +15,7 @@ import functools
 
 from .. import _flags, grad_mode
 from .._tensor import Tensor
-from ..ops.registry import FORWARD_RULES, TRANSPOSE
+from ..ops.registry import FORWARD_RULES, LINEAR, TRANSPOSE
 from .dual import (
     DUAL,
     close_level,
@@ -174,6 +174,33 @@ def with_jvp(fn):
     return wrapper
 
 
+def linear_jvp(fn):
+    """Forward mode for an op linear in its first argument (views, sums, shape ops): the
+    tangent is the op applied to the tangent, one call instead of the transposed VJP's double
+    backward.  Batched tangents, or tangents on other arguments, take the transposed rule."""
+    general = with_jvp(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if not _flags.FWD:
+            return fn(*args, **kwargs)
+        t = tangent_of(args[0]) if args else None
+        if t is None or DUAL.tangent_batch_dims or any(
+                tangent_of(a) is not None for a in _tensors_in(args[1:], [])):
+            return general(*args, **kwargs)
+        _flags.FWD = False
+        try:
+            result = fn(*args, **kwargs)
+            tangents = fn(t, *args[1:], **kwargs)
+        finally:
+            _flags.FWD = True
+        for o, ot in zip(_tensors_in(result, []), _tensors_in(tangents, [])):
+            if o.dtype.is_inexact:
+                set_tangent(o, ot.detach())
+        return result
+    return wrapper
+
+
 def _check_forward_ad(func, inputs, idx, eps, atol, rtol):
     """gradcheck(check_forward_ad=True): forward-mode JVPs against central differences."""
     import numpy as np
@@ -204,3 +231,4 @@ def _check_forward_ad(func, inputs, idx, eps, atol, rtol):
 
 # the registry's ops call this rule inside a dual level (ops/registry.py: OpDef.define)
 FORWARD_RULES[TRANSPOSE] = with_jvp
+FORWARD_RULES[LINEAR] = linear_jvp

@@ -14,7 +14,7 @@ from .. import dtypes as _dt
 from .._tensor import Tensor, _wrap_dim
 from ..autograd.batching import BATCH, batched, lead
 from ..kernels.cpu import index as K
-from .registry import FUNCTION, INPLACE, METHOD, TRANSPOSE, internal_op, node_class, op, record
+from .registry import FUNCTION, INPLACE, LINEAR, METHOD, internal_op, node_class, op, record
 
 FM = (FUNCTION, METHOD)
 CPU = {"cpu": K}
@@ -200,7 +200,7 @@ def _index_put_vjp(node, grads):
     return (gi, gv)
 
 
-@op("setitem", "indexing", node="torch::autograd::CopySlices", vjp=_index_put_vjp)
+@op("setitem", "indexing", node="torch::autograd::CopySlices", vjp=_index_put_vjp, jvp=LINEAR)
 def index_put(x, idx, value):
     """Out of place: a copy of ``x`` with ``x[idx] = value`` (the body of __setitem__)."""
     nidx, _ = _normalize(idx)

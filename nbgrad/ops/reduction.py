@@ -12,7 +12,7 @@ from ..creation import zeros
 from ..grad_mode import no_grad
 from ..kernels.cpu import reduce as K
 from .pointwise_fns import abs as _abs, maximum, minimum, sign, where
-from .registry import FUNCTION, METHOD, OUT, op
+from .registry import FUNCTION, LINEAR, METHOD, OUT, op
 
 FM, FMO = (FUNCTION, METHOD), (FUNCTION, METHOD, OUT)
 CPU = {"cpu": K}
@@ -103,7 +103,7 @@ def _mean_vjp(node, grads):
 
 
 @op("sum", "reduction", node={False: "SumBackward0", True: "SumBackward1"}, vjp=_sum_vjp,
-    variants=FMO, kernels=CPU)
+    variants=FMO, kernels=CPU, jvp=LINEAR)
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
     x = input
     dims = _dims(dim, x._data.ndim)
@@ -122,7 +122,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
 
 
 @op("mean", "reduction", node={False: "MeanBackward0", True: "MeanBackward1"}, vjp=_mean_vjp,
-    variants=FMO, kernels=CPU)
+    variants=FMO, kernels=CPU, jvp=LINEAR)
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     x = input
     if dtype is None and not x._dtype.is_inexact:
@@ -433,7 +433,7 @@ def _cumsum_vjp(node, grads):
     return (grads[0].flip(dim).cumsum(dim).flip(dim),)
 
 
-@op("cumsum", "reduction", node="CumsumBackward0", vjp=_cumsum_vjp, variants=FM, kernels=CPU)
+@op("cumsum", "reduction", node="CumsumBackward0", vjp=_cumsum_vjp, variants=FM, kernels=CPU, jvp=LINEAR)
 def cumsum(input, dim, *, dtype=None):
     x = input
     d = _wrap_dim(dim, x._data.ndim)

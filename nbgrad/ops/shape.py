@@ -8,7 +8,7 @@ from .. import dtypes as _dt
 from .._tensor import Tensor, _wrap_dim
 from ..autograd.batching import BATCH, batched, lead, sum_to
 from ..creation import zeros
-from .registry import FUNCTION, INPLACE, METHOD, OUT, TRANSPOSE, op
+from .registry import FUNCTION, INPLACE, LINEAR, METHOD, OUT, op
 
 _make = Tensor._make
 F, M, FM = (FUNCTION,), (METHOD,), (FUNCTION, METHOD)
@@ -55,7 +55,7 @@ def _reshape_vjp(node, grads):
     return (g.reshape(lead(g) + node.attrs[0]),)
 
 
-@op("view", "shape", node="ViewBackward0", vjp=_reshape_vjp, variants=M)
+@op("view", "shape", node="ViewBackward0", vjp=_reshape_vjp, variants=M, jvp=LINEAR)
 def view(input, *shape):
     if len(shape) == 1 and isinstance(shape[0], (_dt.dtype, type)) or (
             len(shape) == 1 and isinstance(shape[0], str)):
@@ -75,7 +75,7 @@ def view_dtype(input, dtype):
 
 
 @op("reshape", "shape", node={"view": "ViewBackward0", "copy": "UnsafeViewBackward0"},
-    vjp=_reshape_vjp, variants=FM)
+    vjp=_reshape_vjp, variants=FM, jvp=LINEAR)
 def reshape(input, *shape):
     shape = _infer(_size_args(shape), input._data.size)
     v = _try_view(input._data, shape)
@@ -86,7 +86,7 @@ def reshape(input, *shape):
                              attrs=(input._data.shape,))
 
 
-@op("flatten", "shape", variants=FM, jvp=TRANSPOSE)
+@op("flatten", "shape", variants=FM, jvp=LINEAR)
 def flatten(input, start_dim=0, end_dim=-1):
     nd = input._data.ndim
     if nd == 0:
@@ -101,7 +101,7 @@ def flatten(input, start_dim=0, end_dim=-1):
     return reshape(input, shape[:s] + (-1,) + shape[e + 1:])
 
 
-@op("unflatten", "shape", variants=FM, jvp=TRANSPOSE)
+@op("unflatten", "shape", variants=FM, jvp=LINEAR)
 def unflatten(input, dim, sizes):
     d = _wrap_dim(dim, input._data.ndim)
     shape = input._data.shape
@@ -109,7 +109,7 @@ def unflatten(input, dim, sizes):
 
 
 @op("squeeze", "shape", node={None: "SqueezeBackward0", "dim": "SqueezeBackward1",
-                              "dims": "SqueezeBackward2"}, vjp=_reshape_vjp, variants=FM)
+                              "dims": "SqueezeBackward2"}, vjp=_reshape_vjp, variants=FM, jvp=LINEAR)
 def squeeze(input, dim=None):
     shape = input._data.shape
     if dim is None:
@@ -129,7 +129,7 @@ def _unsqueeze_vjp(node, grads):
     return (grads[0].squeeze(node.attrs[0] + BATCH.dims),)
 
 
-@op("unsqueeze", "shape", node="UnsqueezeBackward0", vjp=_unsqueeze_vjp, variants=FM)
+@op("unsqueeze", "shape", node="UnsqueezeBackward0", vjp=_unsqueeze_vjp, variants=FM, jvp=LINEAR)
 def unsqueeze(input, dim):
     d = _wrap_dim(dim, input._data.ndim + 1)
     return unsqueeze.op.record(np.expand_dims(input._data, d), (input,), view_of=input,
@@ -143,7 +143,7 @@ def _transpose_vjp(node, grads):
 
 
 @op("transpose", "shape", node="TransposeBackward0", vjp=_transpose_vjp, variants=FM,
-    aliases=("swapaxes", "swapdims"))
+    aliases=("swapaxes", "swapdims"), jvp=LINEAR)
 def transpose(input, dim0, dim1):
     nd = input._data.ndim
     a, b = _wrap_dim(dim0, nd), _wrap_dim(dim1, nd)
@@ -157,7 +157,7 @@ def _t_vjp(node, grads):
     return (g.transpose(-1, -2) if g.ndim - BATCH.dims == 2 else g,)
 
 
-@op("t", "shape", node="TBackward0", vjp=_t_vjp, variants=FM)
+@op("t", "shape", node="TBackward0", vjp=_t_vjp, variants=FM, jvp=LINEAR)
 def t(input):
     if input._data.ndim > 2:
         raise RuntimeError("t() expects a tensor with <= 2 dimensions, but self is %dD"
@@ -171,7 +171,7 @@ def _permute_vjp(node, grads):
     return (grads[0].permute(*range(nb), *[d + nb for d in node.attrs[0]]),)
 
 
-@op("permute", "shape", node="PermuteBackward0", vjp=_permute_vjp, variants=FM)
+@op("permute", "shape", node="PermuteBackward0", vjp=_permute_vjp, variants=FM, jvp=LINEAR)
 def permute(input, *dims):
     dims = _size_args(dims)
     nd = input._data.ndim
@@ -186,7 +186,7 @@ def permute(input, *dims):
     return permute.op.record(input._data.transpose(dims), (input,), view_of=input, attrs=(inv,))
 
 
-@op("movedim", "shape", variants=FM, aliases=("moveaxis",), jvp=TRANSPOSE)
+@op("movedim", "shape", variants=FM, aliases=("moveaxis",), jvp=LINEAR)
 def movedim(input, source, destination):
     nd = input._data.ndim
     order = list(range(nd))
@@ -207,7 +207,7 @@ def _expand_vjp(node, grads):
     return (sum_to(grads[0], node.attrs[0], BATCH.dims),)
 
 
-@op("expand", "shape", node="ExpandBackward0", vjp=_expand_vjp, variants=M)
+@op("expand", "shape", node="ExpandBackward0", vjp=_expand_vjp, variants=M, jvp=LINEAR)
 def expand(input, *sizes):
     sizes = _size_args(sizes)
     shape = input._data.shape
@@ -243,12 +243,12 @@ def expand(input, *sizes):
     return expand.op.record(arr, (input,), view_of=input, attrs=(shape,))
 
 
-@op("expand_as", "shape", variants=M, jvp=TRANSPOSE)
+@op("expand_as", "shape", variants=M, jvp=LINEAR)
 def expand_as(input, other):
     return expand(input, *other._data.shape)
 
 
-@op("broadcast_to", "shape", variants=FM, jvp=TRANSPOSE)
+@op("broadcast_to", "shape", variants=FM, jvp=LINEAR)
 def broadcast_to(input, size):
     return expand(input, *size)
 
@@ -259,7 +259,7 @@ def broadcast_tensors(*tensors):
     return tuple(expand(t, *shape) for t in tensors)
 
 
-@op("sum_to_size", "shape", variants=M, jvp=TRANSPOSE)
+@op("sum_to_size", "shape", variants=M, jvp=LINEAR)
 def sum_to_size(input, *size):
     """Sum ``input`` down to ``size`` (the inverse of broadcasting; ``batching.sum_to``)."""
     return sum_to(input, _size_args(size), 0)
@@ -280,7 +280,7 @@ def _split_vjp(node, grads):
 
 
 @op("split", "shape", node={"size": "SplitBackward0", "sizes": "SplitWithSizesBackward0"},
-    vjp=_split_vjp, variants=FM)
+    vjp=_split_vjp, variants=FM, jvp=LINEAR)
 def split(tensor, split_size_or_sections, dim=0):
     d = _wrap_dim(dim, tensor._data.ndim)
     n = tensor._data.shape[d]
@@ -308,7 +308,7 @@ def split(tensor, split_size_or_sections, dim=0):
     return outs
 
 
-@op("chunk", "shape", variants=FM, jvp=TRANSPOSE)
+@op("chunk", "shape", variants=FM, jvp=LINEAR)
 def chunk(input, chunks, dim=0):
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: %d" % chunks)
@@ -326,7 +326,7 @@ def _unbind_vjp(node, grads):
                   dim + len(b)),)
 
 
-@op("unbind", "shape", node="UnbindBackward0", vjp=_unbind_vjp, variants=FM)
+@op("unbind", "shape", node="UnbindBackward0", vjp=_unbind_vjp, variants=FM, jvp=LINEAR)
 def unbind(input, dim=0):
     d = _wrap_dim(dim, input._data.ndim)
     parts = tuple(np.take(input._data, i, axis=d) for i in range(input._data.shape[d]))
@@ -402,7 +402,7 @@ def _flip_vjp(node, grads):
     return (grads[0].flip(tuple(d + BATCH.dims for d in node.attrs[0])),)
 
 
-@op("flip", "shape", node="FlipBackward0", vjp=_flip_vjp, variants=FM)
+@op("flip", "shape", node="FlipBackward0", vjp=_flip_vjp, variants=FM, jvp=LINEAR)
 def flip(input, dims):
     dims = dims if isinstance(dims, (list, tuple)) else (dims,)
     nd = input._data.ndim
@@ -417,7 +417,7 @@ def _roll_vjp(node, grads):
     return (grads[0].roll(neg if dims is not None else neg[0], dims),)
 
 
-@op("roll", "shape", node="RollBackward0", vjp=_roll_vjp, variants=FM)
+@op("roll", "shape", node="RollBackward0", vjp=_roll_vjp, variants=FM, jvp=LINEAR)
 def roll(input, shifts, dims=None):
     if dims is None:
         return roll.op.record(np.roll(input._data, shifts), (input,),
@@ -432,7 +432,7 @@ def roll(input, shifts, dims=None):
     return roll.op.record(np.roll(input._data, shifts, dims), (input,), attrs=(shifts, dims))
 
 
-@op("narrow", "shape", variants=FM, jvp=TRANSPOSE)
+@op("narrow", "shape", variants=FM, jvp=LINEAR)
 def narrow(input, dim, start, length):
     d = _wrap_dim(dim, input._data.ndim)
     n = input._data.shape[d]
@@ -454,14 +454,14 @@ def _tri_vjp(node, grads):
     return (grads[0].triu(k) if upper else grads[0].tril(k),)
 
 
-@op("tril", "shape", node="TrilBackward0", vjp=_tri_vjp, variants=(FUNCTION, METHOD, INPLACE))
+@op("tril", "shape", node="TrilBackward0", vjp=_tri_vjp, variants=(FUNCTION, METHOD, INPLACE), jvp=LINEAR)
 def tril(input, diagonal=0):
     if input._data.ndim < 2:
         raise RuntimeError("tril: input tensor must have at least 2 dimensions")
     return tril.op.record(np.tril(input._data, diagonal), (input,), attrs=(False, diagonal))
 
 
-@op("triu", "shape", node="TriuBackward0", vjp=_tri_vjp, variants=(FUNCTION, METHOD, INPLACE))
+@op("triu", "shape", node="TriuBackward0", vjp=_tri_vjp, variants=(FUNCTION, METHOD, INPLACE), jvp=LINEAR)
 def triu(input, diagonal=0):
     if input._data.ndim < 2:
         raise RuntimeError("triu: input tensor must have at least 2 dimensions")
@@ -473,12 +473,12 @@ def _clone_vjp(node, grads):
     return (grads[0],)
 
 
-@op("clone", "shape", node="CloneBackward0", vjp=_clone_vjp, variants=FM)
+@op("clone", "shape", node="CloneBackward0", vjp=_clone_vjp, variants=FM, jvp=LINEAR)
 def clone(input, *, memory_format=None):
     return clone.op.record(np.array(input._data, copy=True, order="K"), (input,))
 
 
-@op("contiguous", "shape", node="CloneBackward0", vjp=_clone_vjp, variants=M)
+@op("contiguous", "shape", node="CloneBackward0", vjp=_clone_vjp, variants=M, jvp=LINEAR)
 def contiguous(input, memory_format=None):
     if input._data.flags.c_contiguous:
         return input
@@ -515,7 +515,7 @@ def _repeat_vjp(node, grads):
     return (g.reshape(shape),)
 
 
-@op("repeat", "shape", node="RepeatBackward0", vjp=_repeat_vjp, variants=M)
+@op("repeat", "shape", node="RepeatBackward0", vjp=_repeat_vjp, variants=M, jvp=LINEAR)
 def repeat(input, *sizes):
     reps = _size_args(sizes)
     if len(reps) < input._data.ndim:
