@@ -1,5 +1,5 @@
-"""OpInfo entries for ``nbgrad.nn.functional`` (the ops registered by nn/ops_table.py and the
-functions PyTorch composes from other ops).  Same conventions as testing/op_db.py: ``fn(T, ...)``
+"""OpInfo entries for ``nbgrad.nn.functional`` (the ops declared in ops/nn/ and the functions
+PyTorch composes from other ops).  Same conventions as testing/op_db.py: ``fn(T, ...)``
 runs with T = nbgrad or torch, ``ref`` is a plain numpy reference (explicit loops for conv and
 pooling)."""
 import math
@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 import nbgrad.nn.functional  # noqa: F401  (makes ``nbgrad.nn.functional`` an attribute)
+
 from .op_db import F, I, N, OpInfo
 
 # ---------------------------------------------------------------------------------------------
@@ -24,7 +25,7 @@ def np_conv(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
         stride, dilation = (1, stride), (1, dilation)
         padding = padding if isinstance(padding, str) else (0, padding)
     (sh, sw), (dh, dw) = _pair(stride), _pair(dilation)
-    N_, C_, H, W = x.shape
+    N_ = x.shape[0]
     O, Cg, KH, KW = w.shape
     if padding == "same":
         th, tw = dh * (KH - 1), dw * (KW - 1)
@@ -190,8 +191,8 @@ def _F(T):
 # samples
 
 X4 = (2, 3, 5, 5)
-POS = dict(lo=0.5, hi=2.0)
-PROB = dict(lo=0.05, hi=0.95)
+POS = {"lo": 0.5, "hi": 2.0}
+PROB = {"lo": 0.05, "hi": 0.95}
 
 OP_DB_NN = [
     # -- activations (pointwise registry ops) --

@@ -2,10 +2,11 @@
 import warnings
 
 from ... import ops
+from .. import functional as F
 from .module import Module
 
-__all__ = ["ReLU", "GELU", "Tanh", "Sigmoid", "Softplus", "SiLU", "LeakyReLU", "Softmax",
-           "LogSoftmax"]
+__all__ = ["GELU", "LeakyReLU", "LogSoftmax", "ReLU", "SiLU", "Sigmoid", "Softmax", "Softplus",
+           "Tanh"]
 
 
 class ReLU(Module):
@@ -16,7 +17,6 @@ class ReLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        from .. import functional as F
         return F.relu(input, inplace=self.inplace)
 
     def extra_repr(self):
@@ -31,11 +31,10 @@ class GELU(Module):
         self.approximate = approximate
 
     def forward(self, input):
-        from .. import functional as F
         return F.gelu(input, approximate=self.approximate)
 
     def extra_repr(self):
-        return f"approximate={repr(self.approximate)}"
+        return f"approximate={self.approximate!r}"
 
 
 class Tanh(Module):
@@ -57,7 +56,6 @@ class Softplus(Module):
         self.threshold = threshold
 
     def forward(self, input):
-        from .. import functional as F
         return F.softplus(input, self.beta, self.threshold)
 
     def extra_repr(self):
@@ -72,7 +70,6 @@ class SiLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        from .. import functional as F
         return F.silu(input, inplace=self.inplace)
 
     def extra_repr(self):
@@ -88,7 +85,6 @@ class LeakyReLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        from .. import functional as F
         return F.leaky_relu(input, self.negative_slope, self.inplace)
 
     def extra_repr(self):
@@ -116,7 +112,6 @@ class Softmax(Module):
             self.dim = None
 
     def forward(self, input):
-        from .. import functional as F
         dim = self.dim if self.dim is not None else _implicit_softmax_dim("softmax", input.dim())
         return F.softmax(input, dim)
 
@@ -137,7 +132,6 @@ class LogSoftmax(Module):
             self.dim = None
 
     def forward(self, input):
-        from .. import functional as F
         dim = self.dim if self.dim is not None else \
             _implicit_softmax_dim("log_softmax", input.dim())
         return F.log_softmax(input, dim)

@@ -2,6 +2,7 @@
 import math
 
 from ... import creation
+from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
@@ -108,7 +109,6 @@ class Conv1d(_ConvNd):
                          device=device, dtype=dtype)
 
     def _conv_forward(self, input, weight, bias):
-        from .. import functional as F
         if self.padding_mode != "zeros":
             return F.conv1d(F.pad(input, self._reversed_padding_repeated_twice,
                                   mode=self.padding_mode),
@@ -131,7 +131,6 @@ class Conv2d(_ConvNd):
                          device=device, dtype=dtype)
 
     def _conv_forward(self, input, weight, bias):
-        from .. import functional as F
         if self.padding_mode != "zeros":
             return F.conv2d(F.pad(input, self._reversed_padding_repeated_twice,
                                   mode=self.padding_mode),

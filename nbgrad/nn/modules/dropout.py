@@ -1,4 +1,5 @@
 """``Dropout`` (``torch.nn.modules.dropout``): ``F.dropout`` with the module's training flag."""
+from .. import functional as F
 from .module import Module
 
 __all__ = ["Dropout"]
@@ -22,5 +23,4 @@ class Dropout(_DropoutNd):
     """Zeroes elements with probability ``p`` in training mode, scaling the rest by 1/(1-p)."""
 
     def forward(self, input):
-        from .. import functional as F
         return F.dropout(input, self.p, self.training, self.inplace)

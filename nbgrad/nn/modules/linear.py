@@ -2,11 +2,12 @@
 import math
 
 from ... import creation
+from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Identity", "Linear", "Bilinear"]
+__all__ = ["Bilinear", "Identity", "Linear"]
 
 
 class Identity(Module):
@@ -44,7 +45,6 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input):
-        from .. import functional as F
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self):
@@ -82,7 +82,6 @@ class Bilinear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input1, input2):
-        from .. import functional as F
         return F.bilinear(input1, input2, self.weight, self.bias)
 
     def extra_repr(self):

@@ -2,9 +2,10 @@
 options.  ``weight`` and ``pos_weight`` are buffers, so they show up in ``state_dict``."""
 import warnings
 
+from .. import functional as F
 from .module import Module
 
-__all__ = ["L1Loss", "MSELoss", "NLLLoss", "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss"]
+__all__ = ["BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "L1Loss", "MSELoss", "NLLLoss"]
 
 
 def _legacy_get_string(size_average, reduce, emit_warning=True):
@@ -47,7 +48,6 @@ class L1Loss(_Loss):
         super().__init__(size_average, reduce, reduction)
 
     def forward(self, input, target):
-        from .. import functional as F
         return F.l1_loss(input, target, reduction=self.reduction)
 
 
@@ -58,7 +58,6 @@ class MSELoss(_Loss):
         super().__init__(size_average, reduce, reduction)
 
     def forward(self, input, target):
-        from .. import functional as F
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
@@ -71,7 +70,6 @@ class NLLLoss(_WeightedLoss):
         self.ignore_index = ignore_index
 
     def forward(self, input, target):
-        from .. import functional as F
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
                           reduction=self.reduction)
 
@@ -86,7 +84,6 @@ class CrossEntropyLoss(_WeightedLoss):
         self.label_smoothing = label_smoothing
 
     def forward(self, input, target):
-        from .. import functional as F
         return F.cross_entropy(input, target, weight=self.weight,
                                ignore_index=self.ignore_index, reduction=self.reduction,
                                label_smoothing=self.label_smoothing)
@@ -99,7 +96,6 @@ class BCELoss(_WeightedLoss):
         super().__init__(weight, size_average, reduce, reduction)
 
     def forward(self, input, target):
-        from .. import functional as F
         return F.binary_cross_entropy(input, target, weight=self.weight,
                                       reduction=self.reduction)
 
@@ -112,7 +108,6 @@ class BCEWithLogitsLoss(_Loss):
         self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input, target):
-        from .. import functional as F
         return F.binary_cross_entropy_with_logits(input, target, self.weight,
                                                   pos_weight=self.pos_weight,
                                                   reduction=self.reduction)

@@ -2,12 +2,14 @@
 ``torch.nn.modules.batchnorm``); the arithmetic is ``F.layer_norm`` / ``F.batch_norm``."""
 import numbers
 
-from ... import creation, int64
+from ... import creation
+from ...dtypes import int64
+from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["LayerNorm", "BatchNorm1d", "BatchNorm2d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "LayerNorm"]
 
 
 class LayerNorm(Module):
@@ -42,7 +44,6 @@ class LayerNorm(Module):
                 init.zeros_(self.bias)
 
     def forward(self, input):
-        from .. import functional as F
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
@@ -109,17 +110,16 @@ class _NormBase(Module):
 
 class _BatchNorm(_NormBase):
     def forward(self, input):
-        from .. import functional as F
         self._check_input_dim(input)
         # momentum=None means a cumulative moving average over the batches seen so far
         exponential_average_factor = 0.0 if self.momentum is None else self.momentum
-        if self.training and self.track_running_stats:
-            if self.num_batches_tracked is not None:
-                self.num_batches_tracked.add_(1)
-                if self.momentum is None:
-                    exponential_average_factor = 1.0 / float(self.num_batches_tracked)
-                else:
-                    exponential_average_factor = self.momentum
+        tracking = self.training and self.track_running_stats
+        if tracking and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:
+                exponential_average_factor = 1.0 / float(self.num_batches_tracked)
+            else:
+                exponential_average_factor = self.momentum
         # batch statistics in training mode, and in eval mode when no running stats exist
         if self.training:
             bn_training = True

@@ -1,7 +1,8 @@
 """``MaxPool2d``, ``AvgPool2d`` (``torch.nn.modules.pooling``); the work is in ``F``."""
+from .. import functional as F
 from .module import Module
 
-__all__ = ["MaxPool2d", "AvgPool2d"]
+__all__ = ["AvgPool2d", "MaxPool2d"]
 
 
 class _MaxPoolNd(Module):
@@ -27,7 +28,6 @@ class MaxPool2d(_MaxPoolNd):
     """2-D max pooling; ``return_indices=True`` also returns the argmax indices."""
 
     def forward(self, input):
-        from .. import functional as F
         return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
@@ -56,6 +56,5 @@ class AvgPool2d(_AvgPoolNd):
         self.divisor_override = divisor_override
 
     def forward(self, input):
-        from .. import functional as F
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)

@@ -1,5 +1,6 @@
 """``Embedding`` (``torch.nn.modules.sparse``): a lookup table, ``F.embedding``."""
 from ... import creation, grad_mode
+from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
@@ -55,7 +56,6 @@ class Embedding(Module):
                 self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input):
-        from .. import functional as F
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
                            self.scale_grad_by_freq, self.sparse)
 

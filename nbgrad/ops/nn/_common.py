@@ -1,0 +1,38 @@
+"""Array and argument helpers shared by the nn op families (no autograd logic here)."""
+import numpy as np
+
+from ... import dtypes as _dt
+from ...grad_mode import STATE
+
+
+def compute_dtype(dt):
+    """numpy compute dtype of an nbgrad float dtype (float16 is storage-only on CPU)."""
+    return np.dtype(np.float32) if dt is _dt.float16 else np.dtype(dt.np)
+
+
+def carray(t, cd):
+    """A C-contiguous compute-dtype array of tensor ``t`` (no copy when it already is one)."""
+    return np.ascontiguousarray(t._data, dtype=cd)
+
+
+def needs(node, i):
+    """Whether input slot ``i`` of ``node`` takes a gradient."""
+    return node.next_functions[i][0] is not None
+
+
+def check_float(x, fn):
+    if x._dtype.category < 2:
+        raise RuntimeError("\"%s\" not implemented for '%s'" % (fn, x._dtype._legacy))
+    if x._dtype.category > 2:
+        raise RuntimeError("%s: complex tensors are not supported" % fn)
+
+
+def check_no_grad(t, fn, name):
+    if t is not None and STATE.enabled and t._requires_grad:
+        raise RuntimeError("The function '%s' is not differentiable with respect to argument "
+                           "'%s'. This input cannot have requires_grad True." % (fn, name))
+
+
+def size_str(shape):
+    """``torch.Size([...])`` as PyTorch prints it in messages."""
+    return "torch.Size(%s)" % (list(shape),)

@@ -1,0 +1,212 @@
+"""layer_norm and batch_norm over kernels/cpu/norm.py: fused forward and backward kernels,
+and the same gradients from nbgrad ops when a graph is being built (double backward)."""
+import numbers
+
+import numpy as np
+
+from ..._tensor import Tensor
+from ...grad_mode import STATE
+from ...kernels.cpu import norm as KN
+from ..registry import op
+from ._common import carray, check_float, compute_dtype, needs, size_str
+
+CPU = {"cpu": KN}
+_make = Tensor._make
+
+
+def _fused_ln_grads(node, g, x, w, k, M, N):
+    cd = compute_dtype(g._dtype)
+    wa = carray(w, cd).reshape(N) if w is not None else np.ones(N, cd)
+    gx = np.empty((M, N), cd)
+    gw = np.empty(N, np.float64)
+    gb = np.empty(N, np.float64)
+    KN.layer_norm_bwd_cpu(carray(g, cd).reshape(M, N), carray(x, cd).reshape(M, N),
+                          node.array("mean"), node.array("rstd"), wa, gx, gw, gb)
+    dt = g._dtype.np
+    pshape = tuple(x.shape[x.ndim - k:])
+    return (_make(gx.reshape(x.shape).astype(dt)) if needs(node, 0) else None,
+            _make(gw.reshape(pshape).astype(dt)) if needs(node, 1) else None,
+            _make(gb.reshape(pshape).astype(dt)) if needs(node, 2) else None)
+
+
+def _ln_vjp(node, grads):
+    g = grads[0]
+    k, eps, M, N = node.attrs
+    x = node.unpack("x")
+    w = node.unpack("w") if node.saved.get("w") is not None else None
+    if not STATE.enabled:
+        return _fused_ln_grads(node, g, x, w, k, M, N)
+    dims = tuple(range(x.ndim - k, x.ndim))
+    lead = tuple(range(x.ndim - k))
+    mu = x.mean(dims, keepdim=True)
+    xc = x - mu
+    rstd = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
+    xhat = xc * rstd
+    gxh = g * w if w is not None else g
+    gx = gw = gb = None
+    if needs(node, 0):
+        gx = rstd * (gxh - gxh.mean(dims, keepdim=True)
+                     - xhat * (gxh * xhat).mean(dims, keepdim=True))
+    if needs(node, 1):
+        gw = (g * xhat).sum(lead) if lead else g * xhat
+    if needs(node, 2):
+        gb = g.sum(lead) if lead else g * 1
+    return gx, gw, gb
+
+
+def _check_layer_norm(x, normalized_shape, w, b):
+    """PyTorch's checks, in its order; returns ``normalized_shape`` as a tuple of ints."""
+    check_float(x, "LayerNormKernelImpl")
+    if isinstance(normalized_shape, numbers.Integral):
+        normalized_shape = (int(normalized_shape),)
+    ns = tuple(int(v) for v in normalized_shape)
+    k = len(ns)
+    if k == 0:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., "
+                           "containing at least one element, but got normalized_shape = []")
+    for name, t in (("weight", w), ("bias", b)):
+        if t is not None and tuple(t.shape) != ns:
+            raise RuntimeError("Expected %s to be of same shape as normalized_shape, but got %s "
+                               "of shape %s and normalized_shape = %s"
+                               % (name, name, list(t.shape), list(ns)))
+    if x.ndim < k or tuple(x.shape[x.ndim - k:]) != ns:
+        raise RuntimeError("Given normalized_shape=%s, expected input with shape [*, %s], but "
+                           "got input of size%s" % (list(ns), ", ".join(map(str, ns)),
+                                                    list(x.shape)))
+    for t in (w, b):
+        if t is not None and t._dtype is not x._dtype:
+            raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of %s"
+                               % x._dtype._legacy)
+    return ns
+
+
+@op("layer_norm", "nn", node="NativeLayerNormBackward0", vjp=_ln_vjp, args=("x", "w", "b"),
+    saves=("x", "w"), kernels=CPU)
+def layer_norm(x, normalized_shape, w=None, b=None, eps=1e-5):
+    """Normalise over the trailing ``normalized_shape`` dims (an int or a sequence)."""
+    normalized_shape = _check_layer_norm(x, normalized_shape, w, b)
+    k = len(normalized_shape)
+    N = int(np.prod(normalized_shape))
+    M = int(np.prod(x.shape[:x.ndim - k]))
+    cd = compute_dtype(x._dtype)
+    wa = carray(w, cd).reshape(N) if w is not None else np.ones(N, cd)
+    ba = carray(b, cd).reshape(N) if b is not None else np.zeros(N, cd)
+    y = np.empty((M, N), cd)
+    mean = np.empty(M, np.float64)
+    rstd = np.empty(M, np.float64)
+    KN.layer_norm_fwd_cpu(carray(x, cd).reshape(M, N), wa, ba, float(eps), y, mean, rstd)
+    return layer_norm.op.record(y.reshape(x.shape).astype(x._dtype.np, copy=False), (x, w, b),
+                                saved={"mean": mean, "rstd": rstd}, attrs=(k, eps, M, N))
+
+
+def _fused_bn_grads(node, g, x, w, training, shape3):
+    C = shape3[1]
+    cd = compute_dtype(g._dtype)
+    wa = carray(w, cd) if w is not None else np.ones(C, cd)
+    gx = np.empty(shape3, cd)
+    gw = np.empty(C, np.float64)
+    gb = np.empty(C, np.float64)
+    KN.batch_norm_bwd_cpu(carray(g, cd).reshape(shape3), carray(x, cd).reshape(shape3),
+                          node.array("mean"), node.array("rstd"), wa, bool(training), gx, gw,
+                          gb)
+    dt = g._dtype.np
+    return (_make(gx.reshape(x.shape).astype(dt)) if needs(node, 0) else None,
+            _make(gw.astype(dt)) if needs(node, 1) else None,
+            _make(gb.astype(dt)) if needs(node, 2) else None)
+
+
+def _bn_vjp(node, grads):
+    g = grads[0]
+    training, eps, shape3 = node.attrs
+    x = node.unpack("x")
+    w = node.unpack("w") if node.saved.get("w") is not None else None
+    if not STATE.enabled:
+        return _fused_bn_grads(node, g, x, w, training, shape3)
+    mean, rstd = node.array("mean"), node.array("rstd")
+    C = shape3[1]
+    dims = (0,) + tuple(range(2, x.ndim))
+    bshape = (1, C) + (1,) * (x.ndim - 2)
+    if training:
+        mu = x.mean(dims, keepdim=True)
+        xc = x - mu
+        r = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
+    else:
+        xc = x - _make(mean.reshape(bshape).astype(x._data.dtype))
+        r = _make(rstd.reshape(bshape).astype(x._data.dtype))
+    xhat = xc * r
+    wb = w.reshape(bshape) if w is not None else None
+    gx = gw = gb = None
+    if needs(node, 0):
+        gxh = g * wb if wb is not None else g
+        if training:
+            gx = r * (gxh - gxh.mean(dims, keepdim=True)
+                      - xhat * (gxh * xhat).mean(dims, keepdim=True))
+        else:
+            gx = gxh * r
+    if needs(node, 1):
+        gw = (g * xhat).sum(dims)
+    if needs(node, 2):
+        gb = g.sum(dims)
+    return gx, gw, gb
+
+
+def _check_batch_norm(x, running_mean, running_var, w, b, training):
+    check_float(x, "batch_norm")
+    if x.ndim < 2:
+        raise ValueError("Expected 2D or higher input (got %dD input)" % x.ndim)
+    C = x.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", w), ("bias", b)):
+        if t is not None and t.numel() != C:
+            raise RuntimeError("%s should contain %d elements not %d" % (name, C, t.numel()))
+    if training:
+        if x.numel() // C == 1:
+            raise ValueError("Expected more than 1 value per channel when training, got input "
+                             "size %s" % size_str(x.shape))
+    elif running_mean is None:
+        raise RuntimeError("running_mean must be defined in evaluation mode")
+    elif running_var is None:
+        raise RuntimeError("running_var must be defined in evaluation mode")
+
+
+def batch_norm_stats(x, running_mean, running_var, w, b, training, momentum, eps):
+    """Check the arguments, then (mean, 1/std) per channel as float64 arrays: of the batch in
+    training (updating the running buffers in place with ``momentum`` and the unbiased
+    variance), else the running ones.  Not part of the op: forward-mode AD runs an op twice."""
+    _check_batch_norm(x, running_mean, running_var, w, b, training)
+    C = x.shape[1]
+    if not training:
+        mean = running_mean._data.astype(np.float64).reshape(C)
+        return mean, 1.0 / np.sqrt(running_var._data.astype(np.float64).reshape(C) + eps)
+    size = x.numel() // C
+    shape3 = (x.shape[0], C, size // x.shape[0])
+    mean = np.empty(C, np.float64)
+    var = np.empty(C, np.float64)
+    KN.batch_norm_stats_cpu(carray(x, compute_dtype(x._dtype)).reshape(shape3), mean, var)
+    rstd = 1.0 / np.sqrt(var + eps)
+    m = 0.1 if momentum is None else momentum
+    if running_mean is not None:
+        rm = running_mean._data
+        rm[...] = ((1 - m) * rm + m * mean).astype(rm.dtype)
+        running_mean._vc[0] += 1
+    if running_var is not None:
+        rv = running_var._data
+        rv[...] = ((1 - m) * rv + m * var * (size / (size - 1))).astype(rv.dtype)
+        running_var._vc[0] += 1
+    return mean, rstd
+
+
+@op("batch_norm", "nn", node="NativeBatchNormBackward0", vjp=_bn_vjp, args=("x", "w", "b"),
+    saves=("x", "w"), kernels=CPU)
+def batch_norm(x, w, b, mean, rstd, training, eps):
+    """``(x - mean) * rstd * w + b`` per channel (dim 1), statistics from ``batch_norm_stats``."""
+    C = x.shape[1]
+    shape3 = (x.shape[0], C, int(np.prod(x.shape[2:])))
+    cd = compute_dtype(x._dtype)
+    wa = carray(w, cd) if w is not None else np.ones(C, cd)
+    ba = carray(b, cd) if b is not None else np.zeros(C, cd)
+    y = np.empty(shape3, cd)
+    KN.batch_norm_fwd_cpu(carray(x, cd).reshape(shape3), mean, rstd, wa, ba, y)
+    return batch_norm.op.record(y.reshape(x.shape).astype(x._dtype.np, copy=False), (x, w, b),
+                                saved={"mean": mean, "rstd": rstd},
+                                attrs=(bool(training), eps, shape3))
