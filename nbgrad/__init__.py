@@ -2,27 +2,76 @@
 
 ``import nbgrad as torch`` runs code inside the scope of shared/API.md unchanged.
 """
+
 from . import _config  # first: chooses NUMBA_CACHE_DIR before numba is imported
 
 __version__ = _config.VERSION
 
-from . import dtypes  # noqa: E402
-from .dtypes import (bool, complex64, complex128, float16, float32, float64, int32,  # noqa: E402,A004
-                     int64, uint8, int8, int16, half, double, long, cfloat, cdouble, finfo,
-                     get_default_dtype, set_default_dtype, promote_types, result_type)
-from .dtypes import dtype  # noqa: E402
+from . import (
+    _tensor_methods,  # noqa: E402,F401  (installs the Tensor surface from REGISTRY)
+    dtypes,  # noqa: E402
+)
+from ._tensor import Size, Tensor  # noqa: E402
+from .creation import (
+    arange,
+    as_tensor,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,  # noqa: E402
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randn,
+    randn_like,
+    scalar_tensor,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from .device import device  # noqa: E402
+from .dtypes import (
+    bool,
+    cdouble,
+    cfloat,
+    complex64,
+    complex128,
+    double,
+    dtype,  # noqa: E402
+    finfo,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    half,
+    int8,
+    int16,
+    int32,  # noqa: E402,A004
+    int64,
+    long,
+    promote_types,
+    result_type,
+    set_default_dtype,
+    uint8,
+)
 from .dtypes import float as float  # noqa: E402,A004
 from .dtypes import int as int  # noqa: E402,A004
-from .device import device  # noqa: E402
-from .grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
-                        is_inference_mode_enabled, no_grad, set_grad_enabled)
-from .random import manual_seed, seed, initial_seed  # noqa: E402
-from ._tensor import Tensor, Size  # noqa: E402
-from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full,  # noqa: E402
-                       full_like, linspace, ones, ones_like, rand, rand_like, randint, randn,
-                       randn_like, scalar_tensor, tensor, zeros, zeros_like)
-from . import _tensor_methods  # noqa: E402,F401  (installs the Tensor surface from REGISTRY)
-from .ops.registry import FUNCTION as _FUNCTION, REGISTRY  # noqa: E402,F401
+from .grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,  # noqa: E402
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from .ops.registry import FUNCTION as _FUNCTION  # noqa: E402,F401
+from .ops.registry import REGISTRY
+from .random import initial_seed, manual_seed, seed  # noqa: E402
 
 # nbgrad.<op>: every registry op that declares a function variant, under its name and aliases
 for _op in REGISTRY.values():
@@ -30,15 +79,20 @@ for _op in REGISTRY.values():
         for _name in _op.public_names:
             globals()[_name] = _op.fn
 del _op, _name
-from .ops.symbolic import elementwise  # noqa: E402
 from . import autograd, cuda, utils  # noqa: E402,F401
+
 # loaded once ops are: they sit above ops (NOTE [autograd layering] in autograd/__init__.py)
-from .autograd import forward_ad as _forward_ad, functional as _functional  # noqa: E402
+from .autograd import forward_ad as _forward_ad  # noqa: E402
+from .autograd import functional as _functional
+from .ops.symbolic import elementwise  # noqa: E402
+
 del _forward_ad, _functional
 from . import nn, optim  # noqa: E402,F401
+from .autograd.anomaly_mode import (
+    is_anomaly_check_nan_enabled,  # noqa: E402,F401
+    is_anomaly_enabled,
+)
 from .serialization import load, save  # noqa: E402
-from .autograd.anomaly_mode import (is_anomaly_check_nan_enabled,  # noqa: E402,F401
-                                    is_anomaly_enabled)
 
 FloatTensor = DoubleTensor = LongTensor = None  # legacy type names are not provided
 del FloatTensor, DoubleTensor, LongTensor
@@ -68,7 +122,8 @@ def detach(input):
     return input.detach()
 
 
-def warmup(dtypes=("float32",)):
+def warmup(dtypes=("float32",)):  # noqa: F811  (the argument shadows the module)
     """Compile (or load from the on-disk cache) the kernels a typical run needs."""
     from ._warmup import warmup as _w
+
     return _w(dtypes)

@@ -1,4 +1,5 @@
 """``python -m nbgrad``: a forward/backward demo of a small graph, then the micro-benchmark."""
+
 import sys
 
 from .bench import main

@@ -5,6 +5,7 @@ it raises at decoration time.  We pick a per-user folder with the nbgrad version
 new release never loads stale kernels compiled from older helper sources) unless the user set
 ``NUMBA_CACHE_DIR`` or ``NBGRAD_CACHE_DIR``.  Never site-packages.
 """
+
 import os
 import tempfile
 
@@ -31,7 +32,12 @@ def choose_cache_dir():
         candidates.append(os.environ["NBGRAD_CACHE_DIR"])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     candidates.append(os.path.join(base, "nbgrad", VERSION))
-    candidates.append(os.path.join(tempfile.gettempdir(), "nbgrad-cache-%s-%s" % (os.getuid() if hasattr(os, "getuid") else "u", VERSION)))
+    candidates.append(
+        os.path.join(
+            tempfile.gettempdir(),
+            "nbgrad-cache-%s-%s" % (os.getuid() if hasattr(os, "getuid") else "u", VERSION),
+        )
+    )
     for c in candidates:
         if _writable(c):
             os.environ["NUMBA_CACHE_DIR"] = c

@@ -7,6 +7,7 @@ ops/dispatch.py and ``Function.apply`` (record the forward trace for anomaly mod
 tensors of autograd/graph.py (look for pack hooks).  Writers: ``autograd.anomaly_mode`` calls
 ``set_anomaly``; ``saved_tensors_hooks.__enter__``/``__exit__`` call ``count_hook_context``.
 """
+
 import threading
 
 TAPS = False
@@ -14,7 +15,7 @@ FWD = False  # a forward-AD dual level is active: ops propagate tangents (autogr
 
 _lock = threading.Lock()  # TAPS sums two writers that may run in different threads
 _anomaly = False
-_hook_contexts = 0        # open saved_tensors_hooks contexts, all threads together
+_hook_contexts = 0  # open saved_tensors_hooks contexts, all threads together
 
 
 def set_anomaly(enabled):

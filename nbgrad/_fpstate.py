@@ -3,12 +3,14 @@
 Setting numpy's error-state context variable directly costs 0.16 us against 0.9 us for
 ``np.errstate``; fall back to the public API if the private one moves.
 """
+
 import contextvars
 
 import numpy as np
 
 try:
     from numpy._core._ufunc_config import _extobj_contextvar as EXTOBJ
+
     with np.errstate(all="ignore"):
         IGNORE = EXTOBJ.get()
 except Exception:  # pragma: no cover - other numpy versions: a harmless stand-in

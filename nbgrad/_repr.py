@@ -1,4 +1,5 @@
 """PyTorch-style tensor printing: ``tensor([1., 2.], requires_grad=True)``."""
+
 import math
 
 import numpy as np
@@ -75,6 +76,7 @@ def _complex_str(arr):
             i = im._fmt(v.imag)
             sign = "+" if not i.startswith("-") else "-"
             return (re._fmt(v.real) + sign + i.lstrip("-") + "j").rjust(F.max_width)
+
     return F
 
 
@@ -90,15 +92,24 @@ def _str(arr, fmt, indent, summarize):
     if arr.ndim == 0:
         return fmt.format(arr.item())
     if arr.ndim == 1:
-        items = [fmt.format(v) for v in arr.tolist()] if not summarize or arr.shape[0] <= 2 * EDGEITEMS \
-            else ([fmt.format(v) for v in arr[:EDGEITEMS].tolist()] + [" ..."]
-                  + [fmt.format(v) for v in arr[-EDGEITEMS:].tolist()])
+        items = (
+            [fmt.format(v) for v in arr.tolist()]
+            if not summarize or arr.shape[0] <= 2 * EDGEITEMS
+            else (
+                [fmt.format(v) for v in arr[:EDGEITEMS].tolist()]
+                + [" ..."]
+                + [fmt.format(v) for v in arr[-EDGEITEMS:].tolist()]
+            )
+        )
         per_line = max(1, (LINEWIDTH - indent) // (fmt.max_width + 2))
-        lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+        lines = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
         return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
     n = arr.shape[0]
-    idx = list(range(n)) if not summarize or n <= 2 * EDGEITEMS else \
-        list(range(EDGEITEMS)) + [None] + list(range(n - EDGEITEMS, n))
+    idx = (
+        list(range(n))
+        if not summarize or n <= 2 * EDGEITEMS
+        else list(range(EDGEITEMS)) + [None] + list(range(n - EDGEITEMS, n))
+    )
     parts = [("..." if i is None else _str(arr[i], fmt, indent + 1, summarize)) for i in idx]
     sep = "," + "\n" * (arr.ndim - 1) + " " * (indent + 1)
     return "[" + sep.join(parts) + "]"
@@ -115,7 +126,7 @@ def tensor_repr(t):
         body = "[]"
         if arr.ndim != 1:
             suffixes.append("size=%s" % (tuple(arr.shape),))
-        if not default:   # nothing to infer an integer dtype from: always shown
+        if not default:  # nothing to infer an integer dtype from: always shown
             suffixes.append("dtype=nbgrad." + d.name)
     else:
         view = _summarize(arr) if summarize else arr
@@ -123,8 +134,9 @@ def tensor_repr(t):
             fmt = _complex_str(view)
         else:
             fmt = _Formatter(view.astype(np.float64) if d is _dt.float16 else view, d)
-        body = _str(arr if d is not _dt.float16 else arr.astype(np.float32), fmt, len(prefix),
-                    summarize)
+        body = _str(
+            arr if d is not _dt.float16 else arr.astype(np.float32), fmt, len(prefix), summarize
+        )
     if arr.size and not default and d not in (_dt.int64, _dt.bool, _dt.complex128):
         suffixes.append("dtype=nbgrad." + d.name)
     if t.grad_fn is not None:

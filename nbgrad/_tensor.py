@@ -5,6 +5,7 @@ _tensor_methods.py, and ``Tensor.backward`` by nbgrad.autograd (it needs the eng
 NOTE [version counter]: ``_vc`` is a one-element list shared by a tensor, its views and its
 ``detach()``; every in-place write does ``_vc[0] += 1``.  ``.data`` gets a fresh counter.
 """
+
 import numbers
 import warnings
 import weakref
@@ -25,12 +26,22 @@ _NONLEAF_GRAD_WARNING = (
     "attribute won't be populated during autograd.backward(). If you indeed want the .grad field "
     "to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
     "access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. See "
-    "github.com/pytorch/pytorch/pull/30531 for more information.")
+    "github.com/pytorch/pytorch/pull/30531 for more information."
+)
 
 
 class Tensor:
-    __slots__ = ("_data", "_dtype", "_requires_grad", "grad_fn", "_output_nr", "_vc",
-                 "_inference", "__weakref__", "__dict__")
+    __slots__ = (
+        "_data",
+        "_dtype",
+        "_requires_grad",
+        "grad_fn",
+        "_output_nr",
+        "_vc",
+        "_inference",
+        "__weakref__",
+        "__dict__",
+    )
     # Rarely-set fields: class defaults, overridden per instance only when used (cheap creation).
     _grad = _base = _accum = _hooks = _post_acc_hooks = None
     _retains_grad = _is_param = False
@@ -103,8 +114,9 @@ class Tensor:
 
     def storage_offset(self):
         base = self._base._data if self._base is not None else self._data
-        return (self._data.__array_interface__["data"][0]
-                - base.__array_interface__["data"][0]) // self._data.itemsize
+        return (
+            self._data.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+        ) // self._data.itemsize
 
     def data_ptr(self):
         return self._data.__array_interface__["data"][0]
@@ -159,13 +171,16 @@ class Tensor:
                 raise RuntimeError(
                     "you can only change requires_grad flags of leaf variables. If you want to use "
                     "a computed variable in a subgraph that doesn't require differentiation use "
-                    "var_no_grad = var.detach().")
+                    "var_no_grad = var.detach()."
+                )
             return self
         if requires_grad and not self._dtype.is_inexact:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if requires_grad and self._inference and not STATE.inference:
-            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
-                               "InferenceMode is not allowed.")
+            raise RuntimeError(
+                "Setting requires_grad=True on inference tensor outside "
+                "InferenceMode is not allowed."
+            )
         self._requires_grad = requires_grad
         return self
 
@@ -179,18 +194,22 @@ class Tensor:
     def grad(self, value):
         if value is not None:
             if not isinstance(value, Tensor):
-                raise TypeError("assigned grad expected to be a Tensor or None but got grad of "
-                                "type %s" % type(value).__name__)
+                raise TypeError(
+                    "assigned grad expected to be a Tensor or None but got grad of "
+                    "type %s" % type(value).__name__
+                )
             if value._data.shape != self._data.shape:
                 raise RuntimeError(
                     "attempting to assign a gradient of size '%s' to a tensor of size '%s'. Please "
                     "ensure that the gradient and the tensor are the same size"
-                    % (list(value._data.shape), list(self._data.shape)))
+                    % (list(value._data.shape), list(self._data.shape))
+                )
             if value._dtype is not self._dtype:
                 raise RuntimeError(
                     "attempting to assign a gradient with dtype '%s' to a tensor with grad_dtype "
                     "'%s'. The gradient must match the tensor's grad_dtype (defaults to the "
-                    "tensor's dtype)." % (value._dtype.c_name, self._dtype._legacy))
+                    "tensor's dtype)." % (value._dtype.c_name, self._dtype._legacy)
+                )
         self._grad = value
 
     @grad.deleter
@@ -225,8 +244,9 @@ class Tensor:
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is not None:
-            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
-                               "tensors")
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors"
+            )
         if self._post_acc_hooks is None:
             self._post_acc_hooks = HookDict()
         return add_hook(self._post_acc_hooks, hook)
@@ -256,8 +276,10 @@ class Tensor:
     # -- interop --------------------------------------------------------------------------
     def numpy(self, *, force=False):
         if self._requires_grad and not force:
-            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
-                               "tensor.detach().numpy() instead.")
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use "
+                "tensor.detach().numpy() instead."
+            )
         return self._data
 
     def __array__(self, dtype=None, copy=None):
@@ -267,8 +289,9 @@ class Tensor:
 
     def item(self):
         if self._data.size != 1:
-            raise RuntimeError("a Tensor with %d elements cannot be converted to Scalar"
-                               % self._data.size)
+            raise RuntimeError(
+                "a Tensor with %d elements cannot be converted to Scalar" % self._data.size
+            )
         return self._data.reshape(()).item()
 
     def tolist(self):
@@ -295,8 +318,11 @@ class Tensor:
 
     def __float__(self):
         self._scalar_check()
-        return float(self._data.reshape(()).item().real if self.is_complex() else
-                     self._data.reshape(()).item())
+        return float(
+            self._data.reshape(()).item().real
+            if self.is_complex()
+            else self._data.reshape(()).item()
+        )
 
     def __int__(self):
         self._scalar_check()
@@ -304,8 +330,7 @@ class Tensor:
 
     def __index__(self):
         if not self._dtype.is_integral or self._data.size != 1:
-            raise TypeError("only integer tensors of a single element can be converted to an "
-                            "index")
+            raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self._data.reshape(()).item())
 
     def __complex__(self):
@@ -320,8 +345,10 @@ class Tensor:
 
     def __deepcopy__(self, memo):
         if self.grad_fn is not None:
-            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
-                               "support the deepcopy protocol at the moment.")
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) "
+                "support the deepcopy protocol at the moment."
+            )
         t = type(self)._make(self._data.copy())
         t._requires_grad = self._requires_grad
         if self._grad is not None:
@@ -358,13 +385,16 @@ class Size(tuple):
 def _wrap_dim(dim, ndim):
     n = ndim if ndim > 0 else 1
     if not -n <= dim < n:
-        raise IndexError("Dimension out of range (expected to be in range of [%d, %d], but got "
-                         "%d)" % (-n, n - 1, dim))
+        raise IndexError(
+            "Dimension out of range (expected to be in range of [%d, %d], but got "
+            "%d)" % (-n, n - 1, dim)
+        )
     return dim + n if dim < 0 else dim
 
 
 # ---------------------------------------------------------------------------------------------
 # Array helpers shared with creation.py (it imports them from here: creation sits above Tensor)
+
 
 def _infer_dtype(data):
     """PyTorch's inference for nested Python data: bool < int64 < default float < complex."""

@@ -3,6 +3,7 @@ OpDef), then the hand-written rest: operators, conversions, fills and copies.
 
 Kept out of _tensor.py so the class file stays about storage and autograd fields.
 """
+
 import numbers
 
 import numpy as np
@@ -24,6 +25,7 @@ _make = Tensor._make
 def _make_inplace(fn, name):
     def method(self, *args, **kwargs):
         return inplace(self, fn, *args, **kwargs)
+
     method.__name__ = method.__qualname__ = name
     return method
 
@@ -62,6 +64,7 @@ def _binop(fn, reflected=False):
         if other is NotImplemented:
             return NotImplemented
         return fn(other, self) if reflected else fn(self, other)
+
     return op
 
 
@@ -69,13 +72,17 @@ def _rtruediv(self, other):
     other = _operand(other)
     if other is NotImplemented:
         return NotImplemented
-    return pw.mul(pw.reciprocal(self), other) if isinstance(other, numbers.Number) and \
-        self._dtype.is_inexact else pw.div(other, self)
+    return (
+        pw.mul(pw.reciprocal(self), other)
+        if isinstance(other, numbers.Number) and self._dtype.is_inexact
+        else pw.div(other, self)
+    )
 
 
 def _rfloordiv(self, other):
-    return pw.floor_divide(creation.tensor(other, dtype=self._dtype if isinstance(
-        other, int) else None), self)
+    return pw.floor_divide(
+        creation.tensor(other, dtype=self._dtype if isinstance(other, int) else None), self
+    )
 
 
 def _rmod(self, other):
@@ -84,7 +91,7 @@ def _rmod(self, other):
 
 def _check_bool(self, other, name):
     if self._dtype.is_inexact or (isinstance(other, Tensor) and other._dtype.is_inexact):
-        raise RuntimeError('"%s_cpu" not implemented for \'%s\'' % (name, self._dtype._legacy))
+        raise RuntimeError("\"%s_cpu\" not implemented for '%s'" % (name, self._dtype._legacy))
 
 
 def _and(self, other):
@@ -117,6 +124,7 @@ def _inplace_op(fn):
         if other is NotImplemented:
             return NotImplemented
         return inplace(self, fn, other)
+
     return op
 
 
@@ -131,38 +139,59 @@ def _fast(name, fallback):
         if isinstance(other, _FAST):
             return _binary(op, self, other)
         return fallback(self, other)
+
     return method
 
 
 _OPS = {
-    "__add__": _fast("add", _binop(pw.add)), "__radd__": _fast("add", _binop(pw.add)),
-    "__sub__": _binop(pw.sub), "__rsub__": lambda s, o: pw.rsub(s, o) if _operand(o)
-    is not NotImplemented else NotImplemented,
-    "__mul__": _fast("mul", _binop(pw.mul)), "__rmul__": _fast("mul", _binop(pw.mul)),
-    "__truediv__": _fast("div", _binop(pw.div)), "__rtruediv__": _rtruediv,
-    "__floordiv__": _binop(pw.floor_divide), "__rfloordiv__": _rfloordiv,
-    "__mod__": _binop(pw.remainder), "__rmod__": _rmod,
-    "__pow__": _binop(pw.pow), "__rpow__": _binop(pw.pow, reflected=True),
+    "__add__": _fast("add", _binop(pw.add)),
+    "__radd__": _fast("add", _binop(pw.add)),
+    "__sub__": _binop(pw.sub),
+    "__rsub__": lambda s, o: pw.rsub(s, o) if _operand(o) is not NotImplemented else NotImplemented,
+    "__mul__": _fast("mul", _binop(pw.mul)),
+    "__rmul__": _fast("mul", _binop(pw.mul)),
+    "__truediv__": _fast("div", _binop(pw.div)),
+    "__rtruediv__": _rtruediv,
+    "__floordiv__": _binop(pw.floor_divide),
+    "__rfloordiv__": _rfloordiv,
+    "__mod__": _binop(pw.remainder),
+    "__rmod__": _rmod,
+    "__pow__": _binop(pw.pow),
+    "__rpow__": _binop(pw.pow, reflected=True),
     "__matmul__": lambda s, o: linalg.matmul(s, o) if isinstance(o, Tensor) else NotImplemented,
     "__rmatmul__": lambda s, o: linalg.matmul(o, s) if isinstance(o, Tensor) else NotImplemented,
-    "__neg__": pw.neg, "__pos__": lambda s: s, "__abs__": pw.abs, "__invert__": _invert,
-    "__lt__": _binop(pw.lt), "__le__": _binop(pw.le), "__gt__": _binop(pw.gt),
+    "__neg__": pw.neg,
+    "__pos__": lambda s: s,
+    "__abs__": pw.abs,
+    "__invert__": _invert,
+    "__lt__": _binop(pw.lt),
+    "__le__": _binop(pw.le),
+    "__gt__": _binop(pw.gt),
     "__ge__": _binop(pw.ge),
     "__eq__": lambda s, o: pw.eq(s, o) if _operand(o) is not NotImplemented else False,
     "__ne__": lambda s, o: pw.ne(s, o) if _operand(o) is not NotImplemented else True,
-    "__and__": _and, "__rand__": _and, "__or__": _or, "__ror__": _or, "__xor__": _xor,
+    "__and__": _and,
+    "__rand__": _and,
+    "__or__": _or,
+    "__ror__": _or,
+    "__xor__": _xor,
     "__rxor__": _xor,
-    "__iadd__": _inplace_op(pw.add), "__isub__": _inplace_op(pw.sub),
-    "__imul__": _inplace_op(pw.mul), "__itruediv__": _inplace_op(pw.div),
-    "__ipow__": _inplace_op(pw.pow), "__ifloordiv__": _inplace_op(pw.floor_divide),
+    "__iadd__": _inplace_op(pw.add),
+    "__isub__": _inplace_op(pw.sub),
+    "__imul__": _inplace_op(pw.mul),
+    "__itruediv__": _inplace_op(pw.div),
+    "__ipow__": _inplace_op(pw.pow),
+    "__ifloordiv__": _inplace_op(pw.floor_divide),
     "__imod__": _inplace_op(pw.remainder),
-    "__getitem__": indexing.getitem, "__setitem__": setitem,
+    "__getitem__": indexing.getitem,
+    "__setitem__": setitem,
 }
 for _n, _f in _OPS.items():
     setattr(Tensor, _n, _f)
 
 
 # -- properties ------------------------------------------------------------------------------
+
 
 def _T(self):
     if self._data.ndim < 2:
@@ -172,8 +201,10 @@ def _T(self):
 
 def _mT(self):
     if self._data.ndim < 2:
-        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got "
-                           "%d-D tensor." % self._data.ndim)
+        raise RuntimeError(
+            "tensor.mT is only supported on matrices or batches of matrices. Got "
+            "%d-D tensor." % self._data.ndim
+        )
     return shape.transpose(self, -2, -1)
 
 
@@ -183,6 +214,7 @@ Tensor.mT = property(_mT)
 
 # -- conversion ------------------------------------------------------------------------------
 
+
 def to(self, *args, **kwargs):
     dtype = kwargs.pop("dtype", None)
     device = kwargs.pop("device", None)
@@ -191,8 +223,9 @@ def to(self, *args, **kwargs):
     for a in args:
         if isinstance(a, Tensor):
             dtype = a._dtype
-        elif isinstance(a, (_dt.dtype, type)) or (isinstance(a, str) and a.replace(
-                "torch.", "") in _dt._NAMES):
+        elif isinstance(a, (_dt.dtype, type)) or (
+            isinstance(a, str) and a.replace("torch.", "") in _dt._NAMES
+        ):
             dtype = a
         elif a is not None:
             device = a
@@ -241,6 +274,7 @@ Tensor.reshape_as = lambda self, other: shape.reshape(self, *other._data.shape)
 def _new(fn):
     def method(self, *size, dtype=None, device=None, requires_grad=False, **kw):
         return fn(*size, dtype=dtype or self._dtype, device=device, requires_grad=requires_grad)
+
     return method
 
 
@@ -263,6 +297,7 @@ Tensor.new_tensor = new_tensor
 
 # -- in-place fills and copies ---------------------------------------------------------------
 
+
 def _fill_vjp(node, grads):
     return (pw.mul(grads[0], 0),) if node.next_functions[0][0] is not None else (None,)
 
@@ -278,8 +313,10 @@ def zero_(self):
 def fill_(self, value):
     if isinstance(value, Tensor):
         if value._data.ndim:
-            raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor with "
-                               "%d dimensions." % value._data.ndim)
+            raise RuntimeError(
+                "fill_ only supports 0-dimension value tensor but got tensor with "
+                "%d dimensions." % value._data.ndim
+            )
         value = value.item()
     return inplace(self, _filled, value, "FillBackward0")
 
@@ -299,11 +336,11 @@ def _copied(self, src):
     try:
         arr = np.broadcast_to(src._data, self._data.shape).astype(self._data.dtype)
     except ValueError:
-        raise RuntimeError("The size of tensor a (%s) must match the size of tensor b (%s) at "
-                           "non-singleton dimension" % (list(self._data.shape),
-                                                        list(src._data.shape))) from None
-    return result(np.array(arr), "torch::autograd::CopyBackwards", (self, src),
-                  _copy_vjp)
+        raise RuntimeError(
+            "The size of tensor a (%s) must match the size of tensor b (%s) at "
+            "non-singleton dimension" % (list(self._data.shape), list(src._data.shape))
+        ) from None
+    return result(np.array(arr), "torch::autograd::CopyBackwards", (self, src), _copy_vjp)
 
 
 def copy_(self, src, non_blocking=False):

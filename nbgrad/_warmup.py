@@ -1,4 +1,5 @@
 import nbgrad
+
 """Compile (or load from the disk cache) the kernels most programs touch, once."""
 
 

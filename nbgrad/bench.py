@@ -1,10 +1,12 @@
 """Micro-benchmark: per-op forward cost while recording, per-node backward cost, a GELU written
 from primitive ops (4M float32, forward+backward) and an MLP train step; ratios to PyTorch when
 it is installed (measured interleaved in the same process)."""
+
 import argparse
 import time
 
 import numpy as np
+
 import nbgrad
 
 
@@ -33,6 +35,7 @@ def chain(T, n):
         for _ in range(n):
             y = y * 1.0001
         return y
+
     return run
 
 
@@ -52,7 +55,9 @@ def per_node(T):
             for _ in range(n):
                 y = y * 1.0001
             y.sum().backward()
+
         return run
+
     t_fwd = per_op(T)
     t20 = _timeit(make(20), repeat=7, number=20)
     t0 = _timeit(make(0), repeat=7, number=20)
@@ -60,21 +65,23 @@ def per_node(T):
 
 
 def gelu_step(T, n=1 << 22):
-    x = T.tensor(np.random.default_rng(0).standard_normal(n).astype(np.float32),
-                 requires_grad=True)
+    x = T.tensor(np.random.default_rng(0).standard_normal(n).astype(np.float32), requires_grad=True)
     c = float(np.sqrt(2 / np.pi))
 
     def run():
         y = 0.5 * x * (1 + T.tanh(c * (x + 0.044715 * x * x * x)))
         y.sum().backward()
         x.grad = None
+
     return run
 
 
 def mlp_step(T, batch=128):
     rng = np.random.default_rng(0)
-    ws = [T.tensor((rng.standard_normal(s) * 0.05).astype(np.float32), requires_grad=True)
-          for s in [(784, 512), (512, 512), (512, 10)]]
+    ws = [
+        T.tensor((rng.standard_normal(s) * 0.05).astype(np.float32), requires_grad=True)
+        for s in [(784, 512), (512, 512), (512, 10)]
+    ]
     bs = [T.zeros(s, requires_grad=True) for s in (512, 512, 10)]
     xb = T.tensor(rng.standard_normal((batch, 784)).astype(np.float32))
 
@@ -90,6 +97,7 @@ def mlp_step(T, batch=128):
             for p in ws + bs:
                 p -= 0.01 * p.grad
                 p.grad = None
+
     return run
 
 
@@ -102,6 +110,7 @@ def softmax_ce_step(T, n=128, c=10000):
         loss = T.nn.functional.cross_entropy(x, y)
         loss.backward()
         x.grad = None
+
     return run
 
 
@@ -109,9 +118,16 @@ def cnn_step(T, batch=64):
     rng = np.random.default_rng(0)
     T.manual_seed(0)
     nn = T.nn
-    model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                          nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                          nn.Flatten(), nn.Linear(16 * 7 * 7, 10))
+    model = nn.Sequential(
+        nn.Conv2d(1, 8, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(8, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(16 * 7 * 7, 10),
+    )
     opt = T.optim.SGD(model.parameters(), lr=0.01)
     xb = T.tensor(rng.standard_normal((batch, 1, 28, 28)).astype(np.float32))
     yb = T.tensor(rng.integers(0, 10, batch))
@@ -121,6 +137,7 @@ def cnn_step(T, batch=64):
         opt.zero_grad()
         loss.backward()
         opt.step()
+
     return run
 
 
@@ -134,6 +151,7 @@ def jacobian_100(T, **kw):
 
     def f(v):
         return T.tanh(w2 @ T.tanh(w1 @ v + b1))
+
     return lambda: T.autograd.functional.jacobian(f, x, **kw)
 
 
@@ -152,28 +170,41 @@ def main(argv=None):
     t0 = time.perf_counter()
     nbgrad.warmup(("float32",))
     print("warm-up (compile or load kernels): %.2f s" % (time.perf_counter() - t0))
-    rows = [("per-op forward while recording (us)", lambda T: per_op(T) * 1e6),
-            ("per-node backward (us)", lambda T: per_node(T) * 1e6),
-            ("MLP 784-512-512-10 step, batch 128 (ms)", lambda T: _timeit(mlp_step(T, 128)) * 1e3),
-            ("MLP 784-512-512-10 step, batch 16 (ms)", lambda T: _timeit(mlp_step(T, 16)) * 1e3),
-            ("softmax+cross-entropy 128x10000 fwd+bwd (ms)",
-             lambda T: _timeit(softmax_ce_step(T)) * 1e3),
-            ("CNN train step, batch 64 of 28x28 (ms)", lambda T: _timeit(cnn_step(T)) * 1e3),
-            ("jacobian 100x50, row loop (ms)", lambda T: _timeit(jacobian_100(T)) * 1e3),
-            ("jacobian 100x50, vectorize=True (ms)",
-             lambda T: _timeit(jacobian_100(T, vectorize=True)) * 1e3),
-            ("jacobian 100x50, forward-mode vectorized (ms)",
-             lambda T: _timeit(jacobian_100(T, vectorize=True, strategy="forward-mode")) * 1e3)]
+    rows = [
+        ("per-op forward while recording (us)", lambda T: per_op(T) * 1e6),
+        ("per-node backward (us)", lambda T: per_node(T) * 1e6),
+        ("MLP 784-512-512-10 step, batch 128 (ms)", lambda T: _timeit(mlp_step(T, 128)) * 1e3),
+        ("MLP 784-512-512-10 step, batch 16 (ms)", lambda T: _timeit(mlp_step(T, 16)) * 1e3),
+        (
+            "softmax+cross-entropy 128x10000 fwd+bwd (ms)",
+            lambda T: _timeit(softmax_ce_step(T)) * 1e3,
+        ),
+        ("CNN train step, batch 64 of 28x28 (ms)", lambda T: _timeit(cnn_step(T)) * 1e3),
+        ("jacobian 100x50, row loop (ms)", lambda T: _timeit(jacobian_100(T)) * 1e3),
+        (
+            "jacobian 100x50, vectorize=True (ms)",
+            lambda T: _timeit(jacobian_100(T, vectorize=True)) * 1e3,
+        ),
+        (
+            "jacobian 100x50, forward-mode vectorized (ms)",
+            lambda T: _timeit(jacobian_100(T, vectorize=True, strategy="forward-mode")) * 1e3,
+        ),
+    ]
     if not args.quick:
-        rows.append(("GELU from primitives 4M f32 fwd+bwd (ms)",
-                     lambda T: _timeit(gelu_step(T), repeat=3) * 1e3))
+        rows.append(
+            (
+                "GELU from primitives 4M f32 fwd+bwd (ms)",
+                lambda T: _timeit(gelu_step(T), repeat=3) * 1e3,
+            )
+        )
     print("%-44s %10s %10s %7s" % ("workload", "nbgrad", "torch", "ratio"))
     for name, fn in rows:
-        a = fn(nbgrad)       # interleave A B A B, best of two each: the machine is noisy
+        a = fn(nbgrad)  # interleave A B A B, best of two each: the machine is noisy
         b = fn(torch) if torch is not None else float("nan")
         a = min(a, fn(nbgrad))
         if torch is not None:
             b = min(b, fn(torch))
-        print("%-44s %10.2f %10.2f %7.2f" % (name, a, b, a / b if torch is not None else
-                                              float("nan")))
+        print(
+            "%-44s %10.2f %10.2f %7.2f" % (name, a, b, a / b if torch is not None else float("nan"))
+        )
     return 0

@@ -1,5 +1,6 @@
 """Creation functions: tensor, as_tensor, from_numpy, zeros/ones/full/empty(+_like), rand*,
 arange, linspace, eye."""
+
 import numbers
 import warnings
 
@@ -10,9 +11,28 @@ from . import random as _random
 from ._tensor import Tensor, _dense, _to_array
 from .device import check_device
 
-__all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like",
-           "ones_like", "full_like", "empty_like", "rand", "randn", "randint", "rand_like",
-           "randn_like", "arange", "linspace", "eye", "scalar_tensor"]
+__all__ = [
+    "tensor",
+    "as_tensor",
+    "from_numpy",
+    "zeros",
+    "ones",
+    "full",
+    "empty",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "empty_like",
+    "rand",
+    "randn",
+    "randint",
+    "rand_like",
+    "randn_like",
+    "arange",
+    "linspace",
+    "eye",
+    "scalar_tensor",
+]
 
 
 def _finish(arr, device, requires_grad):
@@ -20,8 +40,9 @@ def _finish(arr, device, requires_grad):
     t = Tensor._make(arr)
     if requires_grad:
         if not t._dtype.is_inexact:
-            raise RuntimeError("Only Tensors of floating point and complex dtype can require "
-                               "gradients")
+            raise RuntimeError(
+                "Only Tensors of floating point and complex dtype can require gradients"
+            )
         t._requires_grad = True
     return t
 
@@ -29,10 +50,13 @@ def _finish(arr, device, requires_grad):
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """Copy ``data`` into a new leaf tensor (``torch.tensor``)."""
     if isinstance(data, Tensor):
-        warnings.warn("To copy construct from a tensor, it is recommended to use "
-                      "sourceTensor.detach().clone() or sourceTensor.detach().clone()."
-                      "requires_grad_(True), rather than torch.tensor(sourceTensor).",
-                      UserWarning, stacklevel=2)
+        warnings.warn(
+            "To copy construct from a tensor, it is recommended to use "
+            "sourceTensor.detach().clone() or sourceTensor.detach().clone()."
+            "requires_grad_(True), rather than torch.tensor(sourceTensor).",
+            UserWarning,
+            stacklevel=2,
+        )
     arr = _to_array(data, dtype)
     arr = np.array(arr, copy=True, order="C")
     return _finish(arr, device, requires_grad)
@@ -69,11 +93,14 @@ def _shape(size):
         if isinstance(s, Tensor):
             s = int(s)
         if not isinstance(s, numbers.Integral) or isinstance(s, bool):
-            raise TypeError("empty(): argument 'size' must be tuple of ints, but found element of "
-                            "type %s" % type(s).__name__)
+            raise TypeError(
+                "empty(): argument 'size' must be tuple of ints, but found element of "
+                "type %s" % type(s).__name__
+            )
         if s < 0:
-            raise RuntimeError("Trying to create tensor with negative dimension %d: %s"
-                               % (s, list(size)))
+            raise RuntimeError(
+                "Trying to create tensor with negative dimension %d: %s" % (s, list(size))
+            )
         shape.append(int(s))
     return tuple(shape)
 
@@ -100,8 +127,15 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
         if isinstance(fill_value, Tensor):
             dtype = fill_value._dtype
     d = _dt.as_dtype(dtype)
-    return _finish(np.full(_shape((size,)) if not isinstance(size, numbers.Integral)
-                           else (int(size),), _scalar(fill_value), d.np), device, requires_grad)
+    return _finish(
+        np.full(
+            _shape((size,)) if not isinstance(size, numbers.Integral) else (int(size),),
+            _scalar(fill_value),
+            d.np,
+        ),
+        device,
+        requires_grad,
+    )
 
 
 def _scalar(v):
@@ -138,8 +172,9 @@ def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_fo
     return _finish(_empty_like(input, _like(input, dtype)), device, requires_grad)
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
-              memory_format=None):
+def full_like(
+    input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None
+):
     out = _empty_like(input, _like(input, dtype))
     out[...] = _scalar(fill_value)
     return _finish(out, device, requires_grad)
@@ -148,7 +183,7 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 def _float_dtype(dtype, fn):
     d = _dtype_or_default(dtype)
     if not d.is_inexact:
-        raise RuntimeError('"%s" not implemented for \'%s\'' % (fn, d._legacy))
+        raise RuntimeError("\"%s\" not implemented for '%s'" % (fn, d._legacy))
     return d
 
 
@@ -164,8 +199,9 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     return _finish(arr, device, requires_grad)
 
 
-def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
-            requires_grad=False):
+def randint(
+    low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False
+):
     if size is None and isinstance(high, (tuple, list)):
         low, high, size = 0, low, high
     if high is None:
@@ -173,8 +209,9 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     if size is None:
         raise TypeError("randint() missing required argument 'size'")
     if high <= low:
-        raise RuntimeError("random_ expects 'from' to be less than 'to', but got from=%d >= to=%d"
-                           % (low, high))
+        raise RuntimeError(
+            "random_ expects 'from' to be less than 'to', but got from=%d >= to=%d" % (low, high)
+        )
     d = _dt.as_dtype(dtype) or _dt.int64
     arr = _random.rng(generator).integers(low, high, size=_shape((size,))).astype(d.np)
     return _finish(arr, device, requires_grad)
@@ -206,7 +243,7 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
     else:
         d = _dt.as_dtype(dtype)
     n = int(np.ceil((end - start) / step))
-    arr = (start + step * np.arange(n, dtype=np.float64 if d.is_inexact else np.int64))
+    arr = start + step * np.arange(n, dtype=np.float64 if d.is_inexact else np.int64)
     return _finish(arr.astype(d.np), device, requires_grad)
 
 
@@ -219,5 +256,8 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
-    return _finish(np.eye(n, m if m is not None else n, dtype=_dtype_or_default(dtype).np),
-                   device, requires_grad)
+    return _finish(
+        np.eye(n, m if m is not None else n, dtype=_dtype_or_default(dtype).np),
+        device,
+        requires_grad,
+    )

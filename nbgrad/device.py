@@ -18,8 +18,9 @@ class device:
             raise TypeError("device() expected a string, got %s" % type(spec).__name__)
         typ, _, idx = spec.partition(":")
         if typ not in ("cpu", "cuda"):
-            raise RuntimeError("Expected one of cpu, cuda device type at start of device string: "
-                               + spec)
+            raise RuntimeError(
+                "Expected one of cpu, cuda device type at start of device string: " + spec
+            )
         if idx:
             if not idx.isdigit():
                 raise RuntimeError("Invalid device string: '%s'" % spec)
@@ -67,9 +68,14 @@ def check_device(d):
     d = as_device(d)
     if d.type == "cuda":
         from . import cuda  # cycle: nbgrad.cuda builds on tensors; devices are a leaf
+
         if not cuda.is_available():
-            raise RuntimeError("CUDA is not available: nbgrad found no CUDA device "
-                               "(install the 'cuda' extra and check nbgrad.cuda.is_available())")
-        raise RuntimeError("nbgrad: CUDA tensors are not supported yet; only the pointwise "
-                           "kernel builder targets CUDA (see docs/design.md)")
+            raise RuntimeError(
+                "CUDA is not available: nbgrad found no CUDA device "
+                "(install the 'cuda' extra and check nbgrad.cuda.is_available())"
+            )
+        raise RuntimeError(
+            "nbgrad: CUDA tensors are not supported yet; only the pointwise "
+            "kernel builder targets CUDA (see docs/design.md)"
+        )
     return d

@@ -1,10 +1,24 @@
 """dtype objects, PyTorch's type-promotion rules, finfo and the default dtype."""
+
 import builtins  # this module's names float, int, bool are dtypes
 
 import numpy as np
 
-__all__ = ["dtype", "float16", "float32", "float64", "int32", "int64", "bool", "complex64",
-           "complex128", "get_default_dtype", "set_default_dtype", "finfo", "result_type"]
+__all__ = [
+    "dtype",
+    "float16",
+    "float32",
+    "float64",
+    "int32",
+    "int64",
+    "bool",
+    "complex64",
+    "complex128",
+    "get_default_dtype",
+    "set_default_dtype",
+    "finfo",
+    "result_type",
+]
 
 
 class dtype:
@@ -13,8 +27,19 @@ class dtype:
     ``is_inexact`` (floating or complex: can require grad) and ``is_integral`` (bool excluded).
     """
 
-    __slots__ = ("name", "np", "category", "itemsize", "is_floating_point", "is_complex",
-                 "is_inexact", "is_integral", "is_signed", "c_name", "_legacy")
+    __slots__ = (
+        "name",
+        "np",
+        "category",
+        "itemsize",
+        "is_floating_point",
+        "is_complex",
+        "is_inexact",
+        "is_integral",
+        "is_signed",
+        "c_name",
+        "_legacy",
+    )
 
     def __init__(self, name, npdtype, category, legacy, c_name):
         self.name = name
@@ -26,8 +51,8 @@ class dtype:
         self.is_inexact = category >= 2
         self.is_integral = category == 1
         self.is_signed = name != "bool"
-        self.c_name = c_name    # the C++ type name PyTorch's messages print ("long int")
-        self._legacy = legacy   # the name in PyTorch's legacy type strings (FloatTensor)
+        self.c_name = c_name  # the C++ type name PyTorch's messages print ("long int")
+        self._legacy = legacy  # the name in PyTorch's legacy type strings (FloatTensor)
 
     def __repr__(self):
         return "nbgrad." + self.name
@@ -39,8 +64,9 @@ class dtype:
         return {"complex64": float32, "complex128": float64}.get(self.name, self)
 
     def to_complex(self):
-        return {"float32": complex64, "float64": complex128,
-                "float16": complex64}.get(self.name, self)
+        return {"float32": complex64, "float64": complex128, "float16": complex64}.get(
+            self.name, self
+        )
 
 
 float16 = dtype("float16", np.float16, 2, "Half", "c10::Half")
@@ -72,9 +98,11 @@ def from_numpy_dtype(npd):
     try:
         return _FROM_NP[np.dtype(npd)]
     except KeyError:
-        raise TypeError("can't convert np.ndarray of type %s. The only supported types are: "
-                        "float64, float32, float16, complex64, complex128, int64, int32, int16, "
-                        "int8, uint8, and bool." % np.dtype(npd)) from None
+        raise TypeError(
+            "can't convert np.ndarray of type %s. The only supported types are: "
+            "float64, float32, float16, complex64, complex128, int64, int32, int16, "
+            "int8, uint8, and bool." % np.dtype(npd)
+        ) from None
 
 
 def as_dtype(d):
@@ -129,14 +157,25 @@ class finfo:
         self.resolution = 10.0 ** -builtins.int(fi.precision)
 
     def __repr__(self):
-        return ("finfo(resolution=%g, min=%g, max=%g, eps=%g, smallest_normal=%g, tiny=%g, "
-                "dtype=%s)" % (self.resolution, self.min, self.max, self.eps,
-                               self.smallest_normal, self.tiny, self.dtype))
+        return (
+            "finfo(resolution=%g, min=%g, max=%g, eps=%g, smallest_normal=%g, tiny=%g, "
+            "dtype=%s)"
+            % (
+                self.resolution,
+                self.min,
+                self.max,
+                self.eps,
+                self.smallest_normal,
+                self.tiny,
+                self.dtype,
+            )
+        )
 
 
 # ---------------------------------------------------------------------------------------------
 # Type promotion (PyTorch's ResultTypeState): tensors with dims outrank 0-dim tensors, which
 # outrank Python scalars, but only within a category (bool < int < float < complex).
+
 
 def promote_types(a, b):
     if a is b:

@@ -7,18 +7,25 @@ defaults: grad mode (here: enabled, inference off), the batched-backward dims
 (autograd/batching.py) and the saved-tensor hooks stack (autograd/graph.py).  Anomaly mode
 (autograd/anomaly_mode.py) is process-global, as in PyTorch.
 """
+
 import functools
 import inspect
 import threading
 
-__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
-           "is_inference_mode_enabled"]
+__all__ = [
+    "no_grad",
+    "enable_grad",
+    "set_grad_enabled",
+    "is_grad_enabled",
+    "inference_mode",
+    "is_inference_mode_enabled",
+]
 
 
 class _State(threading.local):
-    enabled = True      # record graphs (what every op checks)
+    enabled = True  # record graphs (what every op checks)
     inference = False
-    shown = None        # what is_grad_enabled() reports inside inference_mode, if set
+    shown = None  # what is_grad_enabled() reports inside inference_mode, if set
 
 
 STATE = _State()
@@ -47,6 +54,7 @@ class _DecoratorContextManager:
         def wrapper(*args, **kwargs):
             with self.clone():
                 return func(*args, **kwargs)
+
         return wrapper
 
     def _wrap_generator(self, func):
@@ -71,6 +79,7 @@ class _DecoratorContextManager:
                             response = gen.send(request)
             except StopIteration as e:
                 return e.value
+
         return wrapper
 
     def clone(self):
@@ -110,7 +119,7 @@ class enable_grad(_DecoratorContextManager):
 
     def __enter__(self):
         self.prev.append((STATE.enabled, STATE.shown))
-        if STATE.inference:     # grad mode reads True, but inference tensors never record
+        if STATE.inference:  # grad mode reads True, but inference tensors never record
             STATE.shown = True
         else:
             STATE.enabled = True
@@ -125,8 +134,10 @@ class set_grad_enabled(_DecoratorContextManager):
 
     def __init__(self, mode):
         if not isinstance(mode, bool):
-            raise TypeError("set_grad_enabled(): argument 'enabled' (position 1) must be bool, "
-                            "not %s" % type(mode).__name__)
+            raise TypeError(
+                "set_grad_enabled(): argument 'enabled' (position 1) must be bool, "
+                "not %s" % type(mode).__name__
+            )
         self.prev = STATE.enabled
         self.mode = mode
         STATE.enabled = mode

@@ -1,4 +1,5 @@
 """The default random generator (numpy's PCG64), seeded by ``nbgrad.manual_seed``."""
+
 import numpy as np
 
 __all__ = ["manual_seed", "seed", "initial_seed", "default_generator"]
@@ -10,7 +11,7 @@ class Generator:
 
     def manual_seed(self, seed):
         self._seed = int(seed)
-        self.rng = np.random.Generator(np.random.PCG64(self._seed & (2 ** 64 - 1)))
+        self.rng = np.random.Generator(np.random.PCG64(self._seed & (2**64 - 1)))
         return self
 
     def initial_seed(self):
@@ -25,7 +26,7 @@ def manual_seed(seed):
 
 
 def seed():
-    s = int(np.random.SeedSequence().entropy & (2 ** 63 - 1))
+    s = int(np.random.SeedSequence().entropy & (2**63 - 1))
     default_generator.manual_seed(s)
     return s
 

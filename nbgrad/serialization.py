@@ -10,6 +10,7 @@ The file format is documented in docs/serialization.md.  In short::
 Loading never executes code: the header is parsed by ``json`` and only the closed set of types
 listed in ``_DECODERS`` can be produced; there is no way for a file to name a class or function.
 """
+
 import base64
 import collections
 import io
@@ -20,47 +21,70 @@ import struct
 import zlib
 
 import numpy as np
+
 from ._tensor import Tensor
-from .dtypes import dtype as _dtype
+from .device import as_device, device
 from .device import device as _device
-from .nn.parameter import Parameter
-from .device import as_device
 from .dtypes import _NAMES
-from .device import device
+from .dtypes import dtype as _dtype
+from .nn.parameter import Parameter
 
 __all__ = ["save", "load", "FORMAT_VERSION", "MAGIC"]
 
-MAGIC = b"\x89NBG\r\n\x1a\n"      # non-ASCII first byte and CR LF / Ctrl-Z / LF, as PNG does
+MAGIC = b"\x89NBG\r\n\x1a\n"  # non-ASCII first byte and CR LF / Ctrl-Z / LF, as PNG does
 FORMAT_VERSION = 1
 ALIGN = 64
-_PREAMBLE = struct.Struct("<8sIIQQIII4x")   # magic ver flags hlen dlen hcrc dcrc pcrc (pad)
-PREAMBLE_SIZE = _PREAMBLE.size               # 48
-_PCRC_SPAN = 40                              # the preamble CRC covers bytes [0, 40)
+_PREAMBLE = struct.Struct("<8sIIQQIII4x")  # magic ver flags hlen dlen hcrc dcrc pcrc (pad)
+PREAMBLE_SIZE = _PREAMBLE.size  # 48
+_PCRC_SPAN = 40  # the preamble CRC covers bytes [0, 40)
 _MAX_HEADER = 1 << 31
 _CHUNK = 1 << 24
 
 # dtype name -> little-endian numpy dtype of the stored elements
 _DTYPES = {
-    "float16": "<f2", "float32": "<f4", "float64": "<f8",
-    "complex64": "<c8", "complex128": "<c16",
-    "int8": "i1", "int16": "<i2", "int32": "<i4", "int64": "<i8", "uint8": "u1", "bool": "|b1",
+    "float16": "<f2",
+    "float32": "<f4",
+    "float64": "<f8",
+    "complex64": "<c8",
+    "complex128": "<c16",
+    "int8": "i1",
+    "int16": "<i2",
+    "int32": "<i4",
+    "int64": "<i8",
+    "uint8": "u1",
+    "bool": "|b1",
 }
 
 
 # ------------------------------------------------------------------------------------------
 # save
 
-def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True,
-         _disable_byteorder_record=False):
+
+def save(
+    obj,
+    f,
+    pickle_module=None,
+    pickle_protocol=None,
+    _use_new_zipfile_serialization=True,
+    _disable_byteorder_record=False,
+):
     """Save ``obj`` (a Tensor, or None/bool/int/float/complex/str/bytes, dtype, device, numpy
     array, or a dict/OrderedDict/list/tuple nesting of those) to ``f`` (a path or a writable
     binary file object).  The PyTorch-only keyword arguments are accepted and ignored."""
     enc = _Encoder()
     root = enc.encode(obj)
-    header = json.dumps({"format": "nbgrad", "version": FORMAT_VERSION, "byteorder": "little",
-                         "root": root, "tensors": enc.entries},
-                        separators=(",", ":"), ensure_ascii=True,
-                        allow_nan=False).encode("utf-8")
+    header = json.dumps(
+        {
+            "format": "nbgrad",
+            "version": FORMAT_VERSION,
+            "byteorder": "little",
+            "root": root,
+            "tensors": enc.entries,
+        },
+        separators=(",", ":"),
+        ensure_ascii=True,
+        allow_nan=False,
+    ).encode("utf-8")
     data_start = _align(PREAMBLE_SIZE + len(header))
     data_len = enc.data_len
     dcrc = 0
@@ -109,13 +133,13 @@ def _as_bytes(arr):
 
 class _Encoder:
     def __init__(self):
-        self.entries = []       # the "tensors" table of the header
-        self.arrays = []        # matching little-endian contiguous arrays
+        self.entries = []  # the "tensors" table of the header
+        self.arrays = []  # matching little-endian contiguous arrays
         self.offsets = []
         self.data_len = 0
-        self._tensor_ids = {}   # id(tensor) -> index (a tensor saved twice is stored once)
-        self._keep = []         # keeps objects alive so ids stay unique while encoding
-        self._active = set()    # containers on the current path (cycle detection)
+        self._tensor_ids = {}  # id(tensor) -> index (a tensor saved twice is stored once)
+        self._keep = []  # keeps objects alive so ids stay unique while encoding
+        self._active = set()  # containers on the current path (cycle detection)
 
     def _add_array(self, arr, entry):
         le = np.dtype(_DTYPES[entry["dtype"]])
@@ -156,8 +180,12 @@ class _Encoder:
         if isinstance(obj, np.ndarray):
             return self._ndarray(obj)
         if isinstance(obj, (np.generic,)) and obj.dtype.name in _DTYPES:
-            return {"type": "ndarray", "index": self._add_array(
-                np.asarray(obj), {"dtype": obj.dtype.name, "shape": [], "scalar": True})}
+            return {
+                "type": "ndarray",
+                "index": self._add_array(
+                    np.asarray(obj), {"dtype": obj.dtype.name, "shape": [], "scalar": True}
+                ),
+            }
         if t in (list, tuple, dict, collections.OrderedDict):
             if id(obj) in self._active:
                 raise ValueError("nbgrad.save: cannot save a self-referencing container")
@@ -165,26 +193,32 @@ class _Encoder:
             try:
                 if t is list or t is tuple:
                     return {"type": t.__name__, "items": [self.encode(v) for v in obj]}
-                node = {"type": "dict" if t is dict else "ordered_dict",
-                        "items": [[self._key(k), self.encode(v)] for k, v in obj.items()]}
+                node = {
+                    "type": "dict" if t is dict else "ordered_dict",
+                    "items": [[self._key(k), self.encode(v)] for k, v in obj.items()],
+                }
                 meta = getattr(obj, "_metadata", None)
                 if meta is not None:
                     node["metadata"] = self.encode(meta)
                 return node
             finally:
                 self._active.discard(id(obj))
-        raise TypeError("nbgrad.save: cannot save an object of type %s.%s; supported are "
-                        "Tensor, Parameter, None, bool, int, float, complex, str, bytes, dtype, "
-                        "device, numpy arrays and dict/OrderedDict/list/tuple of them"
-                        % (t.__module__, t.__qualname__))
+        raise TypeError(
+            "nbgrad.save: cannot save an object of type %s.%s; supported are "
+            "Tensor, Parameter, None, bool, int, float, complex, str, bytes, dtype, "
+            "device, numpy arrays and dict/OrderedDict/list/tuple of them"
+            % (t.__module__, t.__qualname__)
+        )
 
     def _key(self, k):
         if k is None or type(k) in (bool, int, float, complex, str, bytes):
             return self.encode(k)
         if type(k) is tuple:
             return {"type": "tuple", "items": [self._key(v) for v in k]}
-        raise TypeError("nbgrad.save: dict keys must be None, bool, int, float, complex, str, "
-                        "bytes or tuples of them, got %s" % type(k).__name__)
+        raise TypeError(
+            "nbgrad.save: dict keys must be None, bool, int, float, complex, str, "
+            "bytes or tuples of them, got %s" % type(k).__name__
+        )
 
     def _tensor(self, t):
         idx = self._tensor_ids.get(id(t))
@@ -194,9 +228,12 @@ class _Encoder:
         name = t._dtype.name
         if name not in _DTYPES:  # pragma: no cover - every nbgrad dtype is listed
             raise TypeError("nbgrad.save: unsupported dtype %s" % t._dtype)
-        entry = {"dtype": name, "shape": list(arr.shape),
-                 "requires_grad": bool(t._requires_grad),
-                 "kind": "parameter" if isinstance(t, Parameter) else "tensor"}
+        entry = {
+            "dtype": name,
+            "shape": list(arr.shape),
+            "requires_grad": bool(t._requires_grad),
+            "kind": "parameter" if isinstance(t, Parameter) else "tensor",
+        }
         idx = self._add_array(arr, entry)
         self._tensor_ids[id(t)] = idx
         self._keep.append(t)
@@ -216,8 +253,10 @@ def _is_path(f):
 # ------------------------------------------------------------------------------------------
 # load
 
-def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None,
-         **pickle_load_args):
+
+def load(
+    f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **pickle_load_args
+):
     """Load an object written by :func:`save` from ``f`` (a path or a readable binary file).
 
     Nothing in the file can cause code to run: only the types listed in docs/serialization.md
@@ -238,8 +277,11 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
             return _load(fh, repr(name), size, map_location)
     if not hasattr(f, "read"):
         raise AttributeError("'%s' object has no attribute 'read'" % type(f).__name__)
-    label = repr(getattr(f, "name", None)) if isinstance(getattr(f, "name", None), str) \
+    label = (
+        repr(getattr(f, "name", None))
+        if isinstance(getattr(f, "name", None), str)
         else "the file object"
+    )
     return _load(f, label, None, map_location)
 
 
@@ -256,31 +298,37 @@ def _readinto_exact(fh, view, label, what):
     readinto = getattr(fh, "readinto", None)
     while got < n:
         if readinto is not None:
-            k = readinto(view[got:got + _CHUNK])
+            k = readinto(view[got : got + _CHUNK])
         else:
             chunk = fh.read(min(_CHUNK, n - got))
             k = len(chunk) if chunk else 0
             if k:
-                view[got:got + k] = chunk
+                view[got : got + k] = chunk
         if not k:
-            raise RuntimeError("%s is truncated: expected %d bytes of %s but the file ended "
-                               "after %d; it was not completely written or was cut short"
-                               % (label, n, what, got))
+            raise RuntimeError(
+                "%s is truncated: expected %d bytes of %s but the file ended "
+                "after %d; it was not completely written or was cut short" % (label, n, what, got)
+            )
         got += k
 
 
 def _not_nbgrad(label, head):
     hint = ""
     if head[:4] == b"PK\x03\x04":
-        hint = (" (it looks like a zip archive, e.g. a PyTorch torch.save file; nbgrad.load "
-                "reads only files written by nbgrad.save and never unpickles)")
+        hint = (
+            " (it looks like a zip archive, e.g. a PyTorch torch.save file; nbgrad.load "
+            "reads only files written by nbgrad.save and never unpickles)"
+        )
     elif head[:1] == b"\x80" or head[:2] in (b"(d", b"(l", b"}q", b"]q", b"cc"):
-        hint = (" (it looks like a Python pickle; nbgrad.load never unpickles because "
-                "unpickling can run arbitrary code)")
+        hint = (
+            " (it looks like a Python pickle; nbgrad.load never unpickles because "
+            "unpickling can run arbitrary code)"
+        )
     elif not head:
         hint = " (the file is empty)"
-    return RuntimeError("%s is not an nbgrad file: it does not start with the nbgrad magic "
-                        "number%s" % (label, hint))
+    return RuntimeError(
+        "%s is not an nbgrad file: it does not start with the nbgrad magic number%s" % (label, hint)
+    )
 
 
 def _load(fh, label, size, map_location):
@@ -290,7 +338,7 @@ def _load(fh, label, size, map_location):
         if first and MAGIC.startswith(first):
             raise RuntimeError("%s is truncated: it ends inside the nbgrad preamble" % label)
         raise _not_nbgrad(label, first)
-    if first[:len(MAGIC)] != MAGIC:
+    if first[: len(MAGIC)] != MAGIC:
         raise _not_nbgrad(label, first)
     if len(first) < PREAMBLE_SIZE:
         rest = bytearray(PREAMBLE_SIZE - len(first))
@@ -300,16 +348,20 @@ def _load(fh, label, size, map_location):
     if zlib.crc32(first[:_PCRC_SPAN]) != pcrc:
         raise RuntimeError("%s is corrupted: checksum mismatch in the preamble" % label)
     if version > FORMAT_VERSION or version < 1:
-        raise RuntimeError("%s uses nbgrad file format version %d; this nbgrad reads version %d "
-                           "(upgrade nbgrad)" % (label, version, FORMAT_VERSION))
+        raise RuntimeError(
+            "%s uses nbgrad file format version %d; this nbgrad reads version %d "
+            "(upgrade nbgrad)" % (label, version, FORMAT_VERSION)
+        )
     if flags != 0:
         raise RuntimeError("%s uses unsupported format flags %#x" % (label, flags))
     if hlen > _MAX_HEADER:
         raise RuntimeError("%s is corrupted: header length %d is implausible" % (label, hlen))
     data_start = _align(PREAMBLE_SIZE + hlen)
     if size is not None and size < data_start + dlen:
-        raise RuntimeError("%s is truncated: its header says %d bytes but the file has %d"
-                           % (label, data_start + dlen, size))
+        raise RuntimeError(
+            "%s is truncated: its header says %d bytes but the file has %d"
+            % (label, data_start + dlen, size)
+        )
     # -- header ------------------------------------------------------------------------
     header = _read_exact(fh, hlen, label, "header")
     if zlib.crc32(header) != hcrc:
@@ -317,13 +369,17 @@ def _load(fh, label, size, map_location):
     try:
         doc = json.loads(header.decode("utf-8"))
     except RecursionError:
-        raise RuntimeError("%s is corrupted: the structure is nested too deeply" % label) \
-            from None
+        raise RuntimeError("%s is corrupted: the structure is nested too deeply" % label) from None
     except (UnicodeDecodeError, ValueError) as e:
-        raise RuntimeError("%s is corrupted: the header is not valid JSON (%s)" % (label, e)) \
-            from None
-    if not isinstance(doc, dict) or doc.get("format") != "nbgrad" or "root" not in doc \
-            or not isinstance(doc.get("tensors"), list):
+        raise RuntimeError(
+            "%s is corrupted: the header is not valid JSON (%s)" % (label, e)
+        ) from None
+    if (
+        not isinstance(doc, dict)
+        or doc.get("format") != "nbgrad"
+        or "root" not in doc
+        or not isinstance(doc.get("tensors"), list)
+    ):
         raise RuntimeError("%s is corrupted: malformed header" % label)
     _read_exact(fh, data_start - PREAMBLE_SIZE - hlen, label, "header padding")
     # -- data: read each array straight into its own buffer, checksumming as we go ------
@@ -353,8 +409,7 @@ def _load(fh, label, size, map_location):
     try:
         return dec.decode(doc["root"])
     except RecursionError:
-        raise RuntimeError("%s is corrupted: the structure is nested too deeply" % label) \
-            from None
+        raise RuntimeError("%s is corrupted: the structure is nested too deeply" % label) from None
 
 
 def _check_entry(e, dlen, label):
@@ -378,7 +433,7 @@ class _Decoder:
         self.arrays = arrays
         self.label = label
         self.map_location = map_location
-        self.tensors = {}   # index -> Tensor (a tensor referenced twice loads as one object)
+        self.tensors = {}  # index -> Tensor (a tensor referenced twice loads as one object)
 
     def bad(self, why):
         return RuntimeError("%s is corrupted: %s" % (self.label, why))
@@ -394,13 +449,14 @@ class _Decoder:
             raise self.bad("malformed node in the header")
         fn = _DECODERS.get(node.get("type"))
         if fn is None:
-            raise self.bad("unknown object type %r in the header (nbgrad.load only builds "
-                           "tensors and plain containers)" % (node.get("type"),))
+            raise self.bad(
+                "unknown object type %r in the header (nbgrad.load only builds "
+                "tensors and plain containers)" % (node.get("type"),)
+            )
         try:
             return fn(self, node)
         except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise self.bad("malformed %r node in the header (%s)" % (node.get("type"), e)) \
-                from None
+            raise self.bad("malformed %r node in the header (%s)" % (node.get("type"), e)) from None
 
     def tensor(self, node):
         i = self.index(node)
@@ -507,11 +563,11 @@ _DECODERS = {
     "bool": lambda dec, node: _bool(node["value"]),
     "int": lambda dec, node: _int(node["value"]),
     "float": _Decoder.float_,
-    "complex": lambda dec, node: complex(float.fromhex(_str(node["real"])),
-                                         float.fromhex(_str(node["imag"]))),
+    "complex": lambda dec, node: complex(
+        float.fromhex(_str(node["real"])), float.fromhex(_str(node["imag"]))
+    ),
     "str": lambda dec, node: _str(node["value"]),
-    "bytes": lambda dec, node: base64.b64decode(_str(node["value"]).encode("ascii"),
-                                                validate=True),
+    "bytes": lambda dec, node: base64.b64decode(_str(node["value"]).encode("ascii"), validate=True),
     "list": lambda dec, node: [dec.decode(v) for v in _items(node)],
     "tuple": _tuple_node,
     "dict": lambda dec, node: dec.dict_(node, dict),

@@ -1,5 +1,6 @@
 #!/usr/bin/env python
 """Thin wrapper: ``python scripts/bench.py`` == ``python -m nbgrad``."""
+
 import sys
 
 from nbgrad.bench import main

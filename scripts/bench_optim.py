@@ -3,15 +3,18 @@
 Run: .venv/bin/python scripts/bench_optim.py   (PyTorch optional, timed when importable)
 Median of 7 repeats of thread CPU time per step; results are in docs/optim-performance.md.
 """
+
 import time
 
 import nbgrad
 from nbgrad import optim
 from nbgrad.optim import _functional as F
 
-WORKLOADS = [("MLP 784-128-10 (4 params)", [(128, 784), (128,), (10, 128), (10,)], 100),
-             ("100 params x 100 elements", [(100,)] * 100, 50),
-             ("one 4M-element param", [(4_000_000,)], 3)]
+WORKLOADS = [
+    ("MLP 784-128-10 (4 params)", [(128, 784), (128,), (10, 128), (10,)], 100),
+    ("100 params x 100 elements", [(100,)] * 100, 50),
+    ("one 4M-element param", [(4_000_000,)], 3),
+]
 CONFIGS = [("Adam", dict(lr=1e-3)), ("SGD", dict(lr=1e-2, momentum=0.9))]
 
 
@@ -19,8 +22,9 @@ def tensor_ops_adam(params, state, lr=1e-3, b1=0.9, b2=0.999, eps=1e-8):
     """The same update written with nbgrad in-place Tensor ops."""
     with nbgrad.no_grad():
         for p in params:
-            st = state.setdefault(p, {"step": 0, "m": nbgrad.zeros_like(p),
-                                      "v": nbgrad.zeros_like(p)})
+            st = state.setdefault(
+                p, {"step": 0, "m": nbgrad.zeros_like(p), "v": nbgrad.zeros_like(p)}
+            )
             st["step"] += 1
             g = p.grad
             st["m"].lerp_(g, 1 - b1)
@@ -65,12 +69,17 @@ def main():
             for use in (True, False):
                 F.USE_KERNELS = use
                 opt = getattr(optim, name)(params, **kw)
-                print("   %-5s %-11s %10.1f us" % (name, "kernels" if use else "numpy",
-                                                    bench(opt.step, n)))
+                print(
+                    "   %-5s %-11s %10.1f us"
+                    % (name, "kernels" if use else "numpy", bench(opt.step, n))
+                )
             F.USE_KERNELS = True
             st = {}
-            fn = ((lambda: tensor_ops_adam(params, st)) if name == "Adam"
-                  else (lambda: tensor_ops_sgd(params, st)))
+            fn = (
+                (lambda: tensor_ops_adam(params, st))
+                if name == "Adam"
+                else (lambda: tensor_ops_sgd(params, st))
+            )
             print("   %-5s %-11s %10.1f us" % (name, "tensor ops", bench(fn, n)))
         try:
             import torch

@@ -19,6 +19,7 @@ Gradients of every variant are compared with the plain run.
     python scripts/checkpoint_memory.py [--layers 20] [--batch 256] [--width 1024]
                                         [--chain plain|residual|both]
 """
+
 import argparse
 import math
 import tracemalloc
@@ -46,6 +47,7 @@ def block(ws, bs, lo, hi, residual=False):
             else:
                 h = (h @ ws[i] + bs[i]).tanh()
         return h
+
     return f
 
 
@@ -66,7 +68,7 @@ def forward(kind, x, ws, bs, residual):
 
 def measure(kind, ws, bs, batch, width, residual):
     params = ws + bs
-    for p in params:          # in-place accumulation: gradients allocate nothing new
+    for p in params:  # in-place accumulation: gradients allocate nothing new
         p.grad = nbgrad.zeros_like(p)
     nbgrad.manual_seed(1)
     x = nbgrad.randn(batch, width).requires_grad_()
@@ -95,25 +97,31 @@ def main():
     segs = max(2, round(math.sqrt(args.layers)))
     kinds = ["none"]
     for r in (False, True):
-        kinds += ["per-layer (use_reentrant=%s)" % r, "%d segments (use_reentrant=%s)" % (segs, r),
-                  "2 segments (use_reentrant=%s)" % r]
-    print("%d layers, batch %d x %d float32 (one activation = %.2f MiB), nbgrad %s, numpy %s"
-          % (args.layers, args.batch, args.width, act, nbgrad.__version__, np.__version__))
+        kinds += [
+            "per-layer (use_reentrant=%s)" % r,
+            "%d segments (use_reentrant=%s)" % (segs, r),
+            "2 segments (use_reentrant=%s)" % r,
+        ]
+    print(
+        "%d layers, batch %d x %d float32 (one activation = %.2f MiB), nbgrad %s, numpy %s"
+        % (args.layers, args.batch, args.width, act, nbgrad.__version__, np.__version__)
+    )
     chains = ["plain", "residual"] if args.chain == "both" else [args.chain]
     for chain in chains:
         residual = chain == "residual"
-        for k in kinds:       # warm-up: compile kernels
+        for k in kinds:  # warm-up: compile kernels
             x = nbgrad.randn(2, args.width, requires_grad=True)
             forward(k, x, ws, bs, residual).sum().backward()
         print()
-        print("chain %r: h = %s" % (chain, "h + tanh(h @ W + b) / 2" if residual
-                                     else "tanh(h @ W + b)"))
-        print("%-34s %15s %15s %12s" % ("variant", "held after fwd", "peak fwd+bwd",
-                                       "max |dgrad|"))
+        print(
+            "chain %r: h = %s"
+            % (chain, "h + tanh(h @ W + b) / 2" if residual else "tanh(h @ W + b)")
+        )
+        print("%-34s %15s %15s %12s" % ("variant", "held after fwd", "peak fwd+bwd", "max |dgrad|"))
         ref = None
         for k in kinds:
             tracemalloc.start()
-            measure(k, ws, bs, args.batch, args.width, residual)   # settle allocations
+            measure(k, ws, bs, args.batch, args.width, residual)  # settle allocations
             held, peak, grads = measure(k, ws, bs, args.batch, args.width, residual)
             tracemalloc.stop()
             if ref is None:

@@ -18,6 +18,7 @@ machine disturb far less than wall time; ``--clock wall`` uses ``time.perf_count
 
 Usage:  python scripts/measure_pointwise.py [--repeat 15] [--dtype float32] [--clock cpu|wall]
 """
+
 import argparse
 import statistics
 import time
@@ -29,8 +30,8 @@ from nbgrad.kernels.build import cpu_kernel
 from nbgrad.ops.formula import kernel_plan
 from nbgrad.ops.registry import REGISTRY
 
-N_LARGE = 1 << 22   # 4M
-N_SMALL = 1 << 10   # 1K
+N_LARGE = 1 << 22  # 4M
+N_SMALL = 1 << 10  # 1K
 
 
 def _inputs(op, n, dtype, rng):
@@ -54,8 +55,8 @@ def _sample(fn, number):
 
 def ab(fa, fb, n, repeat):
     """Interleaved medians (seconds per call) of fa and fb."""
-    number = max(1, int(2e5 // max(n, 1)))   # ~0.1 ms+ per sample for small arrays
-    fa(), fb()                                # compile / page in
+    number = max(1, int(2e5 // max(n, 1)))  # ~0.1 ms+ per sample for small arrays
+    fa(), fb()  # compile / page in
     ta, tb = [], []
     for _ in range(repeat):
         ta.append(_sample(fa, number))
@@ -77,14 +78,17 @@ def forward_table(dtype, repeat, rng):
             arrs = _inputs(op, n, dtype, rng)
             uf = op.numpy
             with np.errstate(all="ignore"):
-                a, b = ab(lambda uf=uf, arrs=arrs: uf(*arrs), lambda k=k, arrs=arrs: k(*arrs),
-                          n, repeat)
+                a, b = ab(
+                    lambda uf=uf, arrs=arrs: uf(*arrs), lambda k=k, arrs=arrs: k(*arrs), n, repeat
+                )
                 ra, rb = uf(*arrs), k(*arrs)
             assert ra.dtype == rb.dtype == np.dtype(dtype), (op.name, ra.dtype, rb.dtype)
             cells += [_fmt_t(a), _fmt_t(b), "%.2f" % (b / a)]
         rows.append(cells)
-    head = ("| op | numpy ufunc | formula | numpy 4M | Numba 4M | ratio 4M | numpy 1K | Numba 1K "
-            "| ratio 1K |")
+    head = (
+        "| op | numpy ufunc | formula | numpy 4M | Numba 4M | ratio 4M | numpy 1K | Numba 1K "
+        "| ratio 1K |"
+    )
     print(head)
     print("|---|---|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
@@ -114,10 +118,16 @@ def backward_table(dtype, repeat, rng):
         values.update(zip(op.args, xs))
         args = [values[p] for p in params]
         np.testing.assert_allclose(k(*args), composite(values), rtol=1e-5, atol=1e-6)
-        a, b = ab(lambda k=k, args=args: k(*args),
-                  lambda composite=composite, values=values: composite(values), n, repeat)
-        print("| %s | `%s` | same, with numpy temporaries | %s | %s | %.2f |"
-              % (name, expr, _fmt_t(a), _fmt_t(b), a / b))
+        a, b = ab(
+            lambda k=k, args=args: k(*args),
+            lambda composite=composite, values=values: composite(values),
+            n,
+            repeat,
+        )
+        print(
+            "| %s | `%s` | same, with numpy temporaries | %s | %s | %.2f |"
+            % (name, expr, _fmt_t(a), _fmt_t(b), a / b)
+        )
 
 
 def main(argv=None):
@@ -129,9 +139,17 @@ def main(argv=None):
     global CLOCK
     CLOCK = time.thread_time if args.clock == "cpu" else time.perf_counter
     rng = np.random.default_rng(0)
-    print("numpy %s, numba %s, nbgrad %s, %s, %d repeats interleaved, medians of %s time\n"
-          % (np.__version__, __import__("numba").__version__, nbgrad.__version__, args.dtype,
-             args.repeat, "thread CPU" if args.clock == "cpu" else "wall"))
+    print(
+        "numpy %s, numba %s, nbgrad %s, %s, %d repeats interleaved, medians of %s time\n"
+        % (
+            np.__version__,
+            __import__("numba").__version__,
+            nbgrad.__version__,
+            args.dtype,
+            args.repeat,
+            "thread CPU" if args.clock == "cpu" else "wall",
+        )
+    )
     print("Forward: numpy ufunc vs generated Numba ufunc (ratio = Numba / numpy)\n")
     forward_table(args.dtype, args.repeat, rng)
     print("\nFused backward (create_graph=False), 4M elements (ratio = fused Numba / numpy)\n")

@@ -6,6 +6,7 @@ Runs every scenario of tests/hook_scenarios.py with ``T = torch`` and writes
 ``{scenario name: log}``; strings are normalised (``'torch.'`` -> ``'nbgrad.'``) by
 ``hook_scenarios.run``, node names are kept as ``.name()`` gives them.
 """
+
 import json
 import os
 import sys
@@ -29,17 +30,24 @@ def main():
     path = os.path.join(ROOT, "tests", "fixtures", "hooks.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
-        json.dump({"_meta": {"torch": torch.__version__, "scenarios": len(out)}, **out},
-                  f, indent=1, sort_keys=False)
+        json.dump(
+            {"_meta": {"torch": torch.__version__, "scenarios": len(out)}, **out},
+            f,
+            indent=1,
+            sort_keys=False,
+        )
         f.write("\n")
     import module_hook_scenarios  # noqa: E402
-    mods = {fn.__name__: module_hook_scenarios.run(fn, torch)
-            for fn in module_hook_scenarios.SCENARIOS}
+
+    mods = {
+        fn.__name__: module_hook_scenarios.run(fn, torch) for fn in module_hook_scenarios.SCENARIOS
+    }
     mods = json.loads(json.dumps(mods))
     mpath = os.path.join(ROOT, "tests", "fixtures", "module_hooks.json")
     with open(mpath, "w") as f:
-        json.dump({"_meta": {"torch": torch.__version__, "scenarios": len(mods)}, **mods},
-                  f, indent=1)
+        json.dump(
+            {"_meta": {"torch": torch.__version__, "scenarios": len(mods)}, **mods}, f, indent=1
+        )
         f.write("\n")
     print("recorded %d module-hook scenarios -> %s" % (len(mods), mpath))
     out.update(mods)

@@ -7,6 +7,7 @@ per-layer gradient norms.  Needs the 'examples' extra:  pip install -e ".[exampl
 
     python scripts/train_digits_cnn.py --epochs 15 --plot grad_norms.png
 """
+
 import argparse
 import collections
 import time
@@ -20,8 +21,9 @@ from nbgrad.nn.modules.module import register_module_full_backward_hook
 
 def load_digits(seed):
     from sklearn.datasets import load_digits as _load
+
     d = _load()
-    x = (d.images / 16.0).astype(np.float32)[:, None]      # N x 1 x 8 x 8 in [0, 1]
+    x = (d.images / 16.0).astype(np.float32)[:, None]  # N x 1 x 8 x 8 in [0, 1]
     y = d.target.astype(np.int64)
     idx = np.random.default_rng(seed).permutation(len(x))
     cut = int(0.8 * len(x))
@@ -30,9 +32,17 @@ def load_digits(seed):
 
 def build():
     return nn.Sequential(
-        nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),      # 16 x 4 x 4
-        nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),     # 32 x 2 x 2
-        nn.Flatten(), nn.Linear(32 * 2 * 2, 64), nn.ReLU(), nn.Linear(64, 10))
+        nn.Conv2d(1, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),  # 16 x 4 x 4
+        nn.Conv2d(16, 32, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),  # 32 x 2 x 2
+        nn.Flatten(),
+        nn.Linear(32 * 2 * 2, 64),
+        nn.ReLU(),
+        nn.Linear(64, 10),
+    )
 
 
 class GradMonitor:
@@ -71,8 +81,10 @@ def main(argv=None):
     monitor = GradMonitor(model)
     history = collections.defaultdict(list)
     rng = np.random.default_rng(args.seed)
-    print("%5s %10s %10s %9s %8s  %s" % ("epoch", "loss", "train acc", "test acc", "time s",
-                                       "all-zero-gradient layers"))
+    print(
+        "%5s %10s %10s %9s %8s  %s"
+        % ("epoch", "loss", "train acc", "test acc", "time s", "all-zero-gradient layers")
+    )
     for epoch in range(1, args.epochs + 1):
         t0 = time.perf_counter()
         model.train()
@@ -80,7 +92,7 @@ def main(argv=None):
         total, correct, seen = 0.0, 0, 0
         monitor.zero_layers.clear()
         for start in range(0, len(order), args.batch_size):
-            b = order[start:start + args.batch_size]
+            b = order[start : start + args.batch_size]
             xb, yb = torch.from_numpy(xtr[b]), torch.from_numpy(ytr[b])
             logits = model(xb)
             loss = loss_fn(logits, yb)
@@ -95,20 +107,34 @@ def main(argv=None):
         monitor.step_norms.clear()
         model.eval()
         with torch.no_grad():
-            test_acc = float((model(torch.from_numpy(xte)).argmax(1) ==
-                              torch.from_numpy(yte)).float().mean())
-        print("%5d %10.4f %10.3f %9.3f %8.2f  %s" % (
-            epoch, total / seen, correct / seen, test_acc, time.perf_counter() - t0,
-            ", ".join(sorted(monitor.zero_layers)) or "-"))
+            test_acc = float(
+                (model(torch.from_numpy(xte)).argmax(1) == torch.from_numpy(yte)).float().mean()
+            )
+        print(
+            "%5d %10.4f %10.3f %9.3f %8.2f  %s"
+            % (
+                epoch,
+                total / seen,
+                correct / seen,
+                test_acc,
+                time.perf_counter() - t0,
+                ", ".join(sorted(monitor.zero_layers)) or "-",
+            )
+        )
     monitor.handle.remove()
     if args.plot:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+
         fig, ax = plt.subplots(figsize=(7, 4))
         for name, series in history.items():
-            ax.plot(range(1, len(series) + 1), series, label="%s (%s)" % (
-                name, type(dict(model.named_modules())[name]).__name__))
+            ax.plot(
+                range(1, len(series) + 1),
+                series,
+                label="%s (%s)" % (name, type(dict(model.named_modules())[name]).__name__),
+            )
         ax.set_xlabel("epoch")
         ax.set_ylabel("mean |grad_output| per step")
         ax.set_yscale("log")

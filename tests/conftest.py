@@ -1,12 +1,10 @@
-import os
-import warnings
-
 import pytest
 
 import nbgrad
 
 try:  # the oracle is optional: its absence skips oracle tests, never fails them
     import torch  # noqa: F401
+
     HAS_TORCH = True
 except Exception:  # pragma: no cover
     torch = None

@@ -6,10 +6,11 @@ directly (``python tests/cuda_sim_check.py --gpu``).  For each op and dtype: the
 and every fused backward expression ``g * (partial)`` -- the kernel plans of
 ``ops.formula.kernel_plan``, which the CPU side compiles too -- are built by
 ``build.cuda_kernel``, launched by ``kernels.cuda.launch.run_formula`` on broadcast inputs, and
-compared with ``build.cpu_kernel`` on the same inputs.  The simulator costs ~0.2 ms per element, so inputs
-are a few hundred elements.  Then launcher corner cases (``check_launcher_edges``).  Prints one
-line per kernel and ``OK <n> kernels, <m> launcher cases (...)`` at the end.
+compared with ``build.cpu_kernel`` on the same inputs.  The simulator costs ~0.2 ms per element,
+so inputs are a few hundred elements.  Then launcher corner cases (``check_launcher_edges``).
+Prints one line per kernel and ``OK <n> kernels, <m> launcher cases (...)`` at the end.
 """
+
 import argparse
 import os
 import sys
@@ -49,14 +50,25 @@ def make_inputs(op, dtype, rng):
 def assert_close(got, expected, rtol, slack, msg):
     """``|got - expected| <= rtol * |expected| + slack`` elementwise (``slack`` may be an array)."""
     import numpy as np
+
     err = np.abs(got.astype(np.float64) - expected)
     ok = err <= rtol * np.abs(expected.astype(np.float64)) + slack
     if not ok.all():
         i = tuple(int(j) for j in np.unravel_index(np.argmax(np.where(ok, 0, err)), err.shape))
-        raise AssertionError("%s\n%d / %d elements differ; worst at %s: got %r expected %r "
-                             "(rtol %g, slack %r)"
-                             % (msg, (~ok).sum(), ok.size, i, float(got[i]), float(expected[i]),
-                                rtol, float(np.broadcast_to(slack, err.shape)[i])))
+        raise AssertionError(
+            "%s\n%d / %d elements differ; worst at %s: got %r expected %r "
+            "(rtol %g, slack %r)"
+            % (
+                msg,
+                (~ok).sum(),
+                ok.size,
+                i,
+                float(got[i]),
+                float(expected[i]),
+                rtol,
+                float(np.broadcast_to(slack, err.shape)[i]),
+            )
+        )
 
 
 def check(op_names=OPS, dtypes=DTYPES, seed=0, verbose=True):
@@ -100,12 +112,15 @@ def check(op_names=OPS, dtypes=DTYPES, seed=0, verbose=True):
                 assert got.dtype == np.dtype(dtype), (tag, got.dtype, dtype)
                 assert np.isfinite(expected).all(), tag
                 slack = 0 if role == "fwd" else ATOL_ULPS * np.finfo(dtype).eps * np.abs(vals["g"])
-                assert_close(got, expected, RTOL[dtype], slack,
-                             "%s %s %s: %s" % (tag, dtype, params, expr))
+                assert_close(
+                    got, expected, RTOL[dtype], slack, "%s %s %s: %s" % (tag, dtype, params, expr)
+                )
                 n_kernels += 1
                 if verbose:
-                    print("%-14s %-8s %-22s %-34s %5d elems %6.0f ms"
-                          % (tag, dtype, ",".join(params), expr, got.size, dt * 1e3))
+                    print(
+                        "%-14s %-8s %-22s %-34s %5d elems %6.0f ms"
+                        % (tag, dtype, ",".join(params), expr, got.size, dt * 1e3)
+                    )
     return n_kernels
 
 
@@ -131,8 +146,9 @@ def check_launcher_edges(verbose=True):
     ]
     for name, role, vals in cases:
         plan = tag, params, expr, ptypes = kernel_plan(name, role)
-        expected = np.asarray(cpu_kernel(tag, params, expr, "float32", ptypes)(
-            *[vals[p] for p in params]))
+        expected = np.asarray(
+            cpu_kernel(tag, params, expr, "float32", ptypes)(*[vals[p] for p in params])
+        )
         got = run_formula(plan, vals, "float32")
         assert got.shape == expected.shape and got.dtype == expected.dtype, (tag, got, expected)
         assert_close(got, expected, RTOL["float32"], 0, "%s %s: %s" % (tag, params, expr))
@@ -143,8 +159,9 @@ def check_launcher_edges(verbose=True):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--gpu", action="store_true",
-                    help="allow running without the simulator (on a real GPU)")
+    ap.add_argument(
+        "--gpu", action="store_true", help="allow running without the simulator (on a real GPU)"
+    )
     ap.add_argument("--ops", default=",".join(OPS))
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args(argv)
@@ -154,9 +171,11 @@ def main(argv=None):
     n = check(tuple(args.ops.split(",")), verbose=not args.quiet)
     n_edges = check_launcher_edges(verbose=not args.quiet)
     from numba import config
-    print("OK %d kernels, %d launcher cases (%s) in %.1f s"
-          % (n, n_edges, "simulator" if config.ENABLE_CUDASIM else "GPU",
-             time.perf_counter() - t0))
+
+    print(
+        "OK %d kernels, %d launcher cases (%s) in %.1f s"
+        % (n, n_edges, "simulator" if config.ENABLE_CUDASIM else "GPU", time.perf_counter() - t0)
+    )
 
 
 if __name__ == "__main__":

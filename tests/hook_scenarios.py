@@ -12,6 +12,7 @@ message and the whole message when it does not, so a mismatch shows what was rai
 Covers SEMANTICS.md sections 1, 2, 3, 4, 6 and 10, plus the three seed scenarios of the issue
 (gradient-norm logging, clipping with clamp, scaling by a factor read from a captured tensor).
 """
+
 import math
 import warnings
 
@@ -24,6 +25,7 @@ def scenario(fn):
 
 
 # --------------------------------------------------------------------------- helpers
+
 
 def is_tensor_like(v):
     return hasattr(v, "tolist") and hasattr(v, "requires_grad")
@@ -58,12 +60,14 @@ def err(log, e, phrase=None, name="error"):
 
 def rec(log, name, ret=None, extra=None):
     """A tensor hook that logs what it sees (and optionally ``extra()``) and returns ``ret(g)``."""
+
     def hook(g):
         if extra is None:
             log.append(("hook", name, val(g)))
         else:
             log.append(("hook", name, [val(g), val(extra())]))
         return None if ret is None else ret(g)
+
     return hook
 
 
@@ -109,6 +113,7 @@ def nf(node):
 
 
 # =========================================================================== §1 register_hook
+
 
 @scenario
 def s1_hook_requires_grad_error(T, log):
@@ -404,7 +409,9 @@ def s1_retain_grad_visible_timing(T, log):
     y = x * 1
     y.retain_grad()
     y.register_hook(rec(log, "tensor hook", extra=lambda: y.grad))
-    y.grad_fn.register_prehook(lambda go: log.append(("prehook", "y.grad_fn", [val(go), val(y.grad)])))
+    y.grad_fn.register_prehook(
+        lambda go: log.append(("prehook", "y.grad_fn", [val(go), val(y.grad)]))
+    )
     y.sum().backward(retain_graph=True)
     log.append(("y.grad after 1", None, val(y.grad)))
     y.sum().backward()
@@ -442,7 +449,8 @@ NONLEAF_GRAD_WARNING = (
     "attribute won't be populated during autograd.backward(). If you indeed want the .grad field "
     "to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
     "access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. See "
-    "github.com/pytorch/pytorch/pull/30531 for more information.")
+    "github.com/pytorch/pytorch/pull/30531 for more information."
+)
 
 
 @scenario
@@ -457,9 +465,16 @@ def s1_nonleaf_grad_access_warning(T, log):
     log.append(("n warnings", None, len(w)))
     for item in w:
         msg = str(item.message)
-        log.append(("warning", item.category.__name__,
-                    [msg.startswith("The .grad attribute of a Tensor that is not a leaf"),
-                     msg.startswith(NONLEAF_GRAD_WARNING)]))  # torch appends '(Triggered internally ...)'
+        log.append(
+            (
+                "warning",
+                item.category.__name__,
+                [
+                    msg.startswith("The .grad attribute of a Tensor that is not a leaf"),
+                    msg.startswith(NONLEAF_GRAD_WARNING),
+                ],
+            )
+        )  # torch appends '(Triggered internally ...)'
     # no warning for a leaf or a retained non-leaf
     z = x * 1
     z.retain_grad()
@@ -603,6 +618,7 @@ def s1_grad_mode_inside_hooks(T, log):
 
 # ================================================================ §2 post-accumulate-grad hooks
 
+
 @scenario
 def s2_post_acc_registration_errors(T, log):
     x = X(T)
@@ -726,6 +742,7 @@ def s2_optimizer_in_backward(T, log):
 
 # ====================================================================== §3 Node API and hooks
 
+
 @scenario
 def s3_node_identity_and_class(T, log):
     a = X(T)
@@ -735,9 +752,19 @@ def s3_node_identity_and_class(T, log):
     log.append(("class == name()", None, [type(y.grad_fn).__name__, y.grad_fn.name()]))
     log.append(("isinstance Node", None, isinstance(y.grad_fn, T.autograd.graph.Node)))
     ag = y.grad_fn.next_functions[0][0]
-    log.append(("AccumulateGrad", None, [type(ag).__name__, ag.name(),
-                                         isinstance(ag, T.autograd.graph.Node),
-                                         ag.variable is a, list(ag.next_functions)]))
+    log.append(
+        (
+            "AccumulateGrad",
+            None,
+            [
+                type(ag).__name__,
+                ag.name(),
+                isinstance(ag, T.autograd.graph.Node),
+                ag.variable is a,
+                list(ag.next_functions),
+            ],
+        )
+    )
     ag2 = (a * 1).grad_fn.next_functions[0][0]
     log.append(("AccumulateGrad reused", None, ag is ag2))
     s = y.sum()
@@ -809,9 +836,12 @@ def s3_node_pre_post_hooks_observe(T, log):
     a = X(T)
     b = T.tensor([3.0, 4.0], requires_grad=True)
     y = a * b
-    y.grad_fn.register_prehook(lambda go: log.append(("prehook", "y", [type(go).__name__, val(go)])))
-    y.grad_fn.register_hook(lambda gi, go: log.append(
-        ("posthook", "y", [type(gi).__name__, val(gi), val(go)])))
+    y.grad_fn.register_prehook(
+        lambda go: log.append(("prehook", "y", [type(go).__name__, val(go)]))
+    )
+    y.grad_fn.register_hook(
+        lambda gi, go: log.append(("posthook", "y", [type(gi).__name__, val(gi), val(go)]))
+    )
     y.sum().backward()
     log.append(("a.grad", None, val(a.grad)))
     log.append(("b.grad", None, val(b.grad)))
@@ -907,9 +937,12 @@ def s3_accumulate_grad_hooks(T, log):
     x = X(T)
     y = x * 2
     ag = y.grad_fn.next_functions[0][0]
-    ag.register_prehook(lambda go: log.append(("prehook", "AccumulateGrad", [val(go), val(x.grad)])))
-    ag.register_hook(lambda gi, go: log.append(
-        ("posthook", "AccumulateGrad", [val(gi), val(go), val(x.grad)])))
+    ag.register_prehook(
+        lambda go: log.append(("prehook", "AccumulateGrad", [val(go), val(x.grad)]))
+    )
+    ag.register_hook(
+        lambda gi, go: log.append(("posthook", "AccumulateGrad", [val(gi), val(go), val(x.grad)]))
+    )
     y.sum().backward()
     log.append(("x.grad", None, val(x.grad)))
 
@@ -930,8 +963,13 @@ def s3_node_hook_handles(T, log):
     h1 = y.grad_fn.register_prehook(lambda go: log.append(("prehook", "removed", None)))
     h2 = y.grad_fn.register_hook(lambda gi, go: log.append(("posthook", "removed", None)))
     y.grad_fn.register_hook(lambda gi, go: log.append(("posthook", "kept", val(gi))))
-    log.append(("types", None, [type(h1).__name__, type(h2).__name__,
-                                isinstance(h1, T.utils.hooks.RemovableHandle)]))
+    log.append(
+        (
+            "types",
+            None,
+            [type(h1).__name__, type(h2).__name__, isinstance(h1, T.utils.hooks.RemovableHandle)],
+        )
+    )
     h1.remove()
     h2.remove()
     h2.remove()
@@ -939,6 +977,7 @@ def s3_node_hook_handles(T, log):
 
 
 # ==================================================================== §4 full order
+
 
 @scenario
 def s4_full_hook_order(T, log):
@@ -957,7 +996,8 @@ def s4_full_hook_order(T, log):
     y.retain_grad()
     y.register_hook(lambda g: L("y tensor hook#2", g, y.grad))
     y.grad_fn.register_prehook(lambda go: L("y.grad_fn prehook#2", go, y.grad))
-    # x: post-acc hook, tensor hook#1, AccumulateGrad posthook, AccumulateGrad prehook, tensor hook#2
+    # x: post-acc hook, tensor hook#1, AccumulateGrad posthook, AccumulateGrad prehook, tensor
+    # hook#2
     x.register_post_accumulate_grad_hook(lambda t: L("x post-accumulate hook", t.grad))
     x.register_hook(lambda g: L("x tensor hook#1", g, x.grad))
     ag.register_hook(lambda gi, go: L("x AccumulateGrad posthook", gi, go, x.grad))
@@ -994,7 +1034,9 @@ def s4_unbind_multi_output_hook_replaces_own_slot(T, log):
         a, b = (x * 1).unbind()
         b.register_hook(rec(log, "b tensor hook *10", ret=lambda g: g * 10))
         a.grad_fn.register_prehook(lambda go: log.append(("prehook", "UnbindBackward0", val(go))))
-        a.grad_fn.register_hook(lambda gi, go: log.append(("posthook", "UnbindBackward0", [val(gi), val(go)])))
+        a.grad_fn.register_hook(
+            lambda gi, go: log.append(("posthook", "UnbindBackward0", [val(gi), val(go)]))
+        )
         (a * 2 + b * 3).backward()
         log.append(("x.grad", None, val(x.grad)))
     except Exception as e:
@@ -1014,6 +1056,7 @@ def s4_unbind_one_output_unused(T, log):
 
 
 # ============================================================ §6 in-place ops, version counters
+
 
 def _bump(log, t, name, op):
     before = t._version
@@ -1183,6 +1226,7 @@ def s6_saved_input_modified_mul(T, log):
 def s6_saved_input_modified_setitem(T, log):
     def m(h):
         h[0] = 0.0
+
     _mm_case(T, log, m)
 
 
@@ -1392,6 +1436,7 @@ def s6_inplace_grads_through_chain(T, log):
 
 # ---------------------------------------------------------------------- saved_tensors_hooks
 
+
 @scenario
 def s6_saved_tensors_hooks_pack_unpack(T, log):
     x = T.tensor([0.0, 0.0], requires_grad=True)  # exact values: sin 0, exp 1, cos 1
@@ -1405,8 +1450,8 @@ def s6_saved_tensors_hooks_pack_unpack(T, log):
         return p[1]
 
     with T.autograd.graph.saved_tensors_hooks(pack, unpack):
-        y = x.sin()   # saves x
-        z = y.exp()   # saves its output
+        y = x.sin()  # saves x
+        z = y.exp()  # saves its output
     log.append(("forward done", None, None))
     z.sum().backward()
     log.append(("x.grad", None, val(x.grad)))
@@ -1469,6 +1514,7 @@ def s6_saved_tensors_hooks_skip_version_check(T, log):
 
 # =================================================================== §10 anomaly detection
 
+
 def _warn_summary(w, first_line_only=True):
     # UserWarnings only (anomaly mode's warnings); stray numeric RuntimeWarnings are checked
     # separately by s10_no_numeric_runtime_warnings
@@ -1491,8 +1537,13 @@ def s10_anomaly_defaults_and_enable_warning(T, log):
     log.append(("warnings", None, _warn_summary(w, first_line_only=False)))
     log.append(("after", None, [T.is_anomaly_enabled(), T.is_anomaly_check_nan_enabled()]))
     T.autograd.set_detect_anomaly(True, check_nan=False)
-    log.append(("set(True, check_nan=False)", None,
-                [T.is_anomaly_enabled(), T.is_anomaly_check_nan_enabled()]))
+    log.append(
+        (
+            "set(True, check_nan=False)",
+            None,
+            [T.is_anomaly_enabled(), T.is_anomaly_check_nan_enabled()],
+        )
+    )
     T.autograd.set_detect_anomaly(False)
     log.append(("set(False)", None, [T.is_anomaly_enabled(), T.is_anomaly_check_nan_enabled()]))
 
@@ -1503,7 +1554,7 @@ def s10_anomaly_nan_log(T, log):
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         with T.autograd.detect_anomaly():
-            y = T.log(x)   # -inf
+            y = T.log(x)  # -inf
             try:
                 (y * 0).sum().backward()
                 log.append(("no error", None, None))
@@ -1514,9 +1565,13 @@ def s10_anomaly_nan_log(T, log):
         first = msg.split("\n")[0]
         if first.startswith("Anomaly Detection") or not issubclass(item.category, UserWarning):
             continue
-        log.append(("warning", item.category.__name__,
-                    [first, msg.startswith("Error detected in LogBackward0"),
-                     "y = T.log(x)" in msg]))
+        log.append(
+            (
+                "warning",
+                item.category.__name__,
+                [first, msg.startswith("Error detected in LogBackward0"), "y = T.log(x)" in msg],
+            )
+        )
     log.append(("x.grad", None, val(x.grad)))
 
 
@@ -1531,8 +1586,13 @@ def s10_anomaly_nan_div_1th_output(T, log):
                 log.append(("no error", None, None))
             except Exception as e:
                 err(log, e)
-    log.append(("warnings", None, [s for s in _warn_summary(w)
-                                   if not s[1].startswith("Anomaly Detection")]))
+    log.append(
+        (
+            "warnings",
+            None,
+            [s for s in _warn_summary(w) if not s[1].startswith("Anomaly Detection")],
+        )
+    )
 
 
 @scenario
@@ -1627,8 +1687,13 @@ def s10_anomaly_custom_function_nan(T, log):
                 log.append(("no error", None, None))
             except Exception as e:
                 err(log, e)
-    log.append(("warnings", None, [s for s in _warn_summary(w)
-                                   if not s[1].startswith("Anomaly Detection")]))
+    log.append(
+        (
+            "warnings",
+            None,
+            [s for s in _warn_summary(w) if not s[1].startswith("Anomaly Detection")],
+        )
+    )
 
 
 @scenario
@@ -1644,8 +1709,13 @@ def s10_anomaly_inplace_error_hint(T, log):
                 log.append(("no error", None, None))
             except Exception as e:
                 err(log, e)
-    log.append(("warnings", None, [s for s in _warn_summary(w)
-                                   if not s[1].startswith("Anomaly Detection")]))
+    log.append(
+        (
+            "warnings",
+            None,
+            [s for s in _warn_summary(w) if not s[1].startswith("Anomaly Detection")],
+        )
+    )
 
 
 @scenario
@@ -1664,6 +1734,7 @@ def s10_anomaly_hook_sees_nan_grad_then_error(T, log):
 
 
 # ========================================================================= seed scenarios
+
 
 @scenario
 def seed_log_gradient_norms(T, log):
@@ -1698,7 +1769,7 @@ def seed_scale_by_captured_tensor_values(T, log):
     (w * 3).sum().backward()
     log.append(("w.grad 1", None, val(w.grad)))
     with T.no_grad():
-        w.mul_(0.5)      # now max is 2: the same lambda picks the other factor
+        w.mul_(0.5)  # now max is 2: the same lambda picks the other factor
     (w * 3).sum().backward()
     log.append(("w.grad 2", None, val(w.grad)))
     # tensor-valued factor: divide by the captured tensor's current values

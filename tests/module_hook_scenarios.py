@@ -1,6 +1,7 @@
 """nn.Module hook scenarios (SEMANTICS.md section 5) shared by the PyTorch fixture recorder
 (scripts/record_hook_fixtures.py) and tests/test_module_hooks.py.  Same conventions as
 tests/hook_scenarios.py: ``scenario(T, log)`` with ``T`` = torch or nbgrad."""
+
 import warnings
 
 from hook_scenarios import err, normalize, val
@@ -25,7 +26,8 @@ def run(fn, T):
             _reset_flag(T)  # the global old/full flag is sticky in PyTorch
         for w in caught:
             if issubclass(w.category, (UserWarning, FutureWarning)) and (
-                    "hook" in str(w.message) or "backward" in str(w.message)):
+                "hook" in str(w.message) or "backward" in str(w.message)
+            ):
                 log.append(("warning", w.category.__name__, str(w.message)[:60]))
     return normalize(log)
 
@@ -46,6 +48,7 @@ def Two(T):
     class M(T.nn.Module):
         def forward(self, x, y, flag):
             return x * y, x + y
+
     return M()
 
 
@@ -57,6 +60,7 @@ def Scale(T):
 
         def forward(self, x, scale=1.0):
             return x * self.w * scale
+
     return M()
 
 
@@ -71,11 +75,12 @@ def Y(T):
 @scenario
 def m_forward_pre_hook_replaces_args(T, log):
     m = Scale(T)
-    m.register_forward_pre_hook(lambda mod, args: log.append(("pre", len(args))) or
-                                (args[0] * 0 + 1,))
+    m.register_forward_pre_hook(
+        lambda mod, args: log.append(("pre", len(args))) or (args[0] * 0 + 1,)
+    )
     log.append(("out", val(m(T.tensor([5.0, 5.0])))))
     m2 = Scale(T)
-    m2.register_forward_pre_hook(lambda mod, args: args[0] * 2)   # bare value: wrapped
+    m2.register_forward_pre_hook(lambda mod, args: args[0] * 2)  # bare value: wrapped
     log.append(("out2", val(m2(T.tensor([1.0, 1.0])))))
     m3 = Scale(T)
     m3.register_forward_pre_hook(lambda mod, args: log.append(("kwonly", len(args))))
@@ -94,6 +99,7 @@ def m_forward_hooks_with_kwargs(T, log):
     def fwd_kw(mod, args, kwargs, out):
         log.append(("fwd_kw", val(kwargs["scale"])))
         return out + 1
+
     m.register_forward_pre_hook(pre_kw, with_kwargs=True)
     m.register_forward_hook(fwd_kw, with_kwargs=True)
     m.w.data = T.ones(2)
@@ -122,6 +128,7 @@ def m_always_call(T, log):
     class Boom(T.nn.Module):
         def forward(self, x):
             raise ValueError("boom")
+
     m = Boom()
     m.register_forward_hook(lambda mod, a, o: log.append(("always", o)), always_call=True)
     m.register_forward_hook(lambda mod, a, o: log.append(("normal", o)))
@@ -152,6 +159,7 @@ def m_grad_input_zeros_for_no_grad_tensor(T, log):
 
         def forward(self, x, k, z):
             return x * self.w * k + z
+
     m = M()
     m.register_full_backward_hook(lambda mod, gi, go: log.append(("bh", tvals(gi))))
     out = m(T.tensor([1.0, 1.0], requires_grad=True), 5.0, T.tensor([1.0, 1.0]))
@@ -218,6 +226,7 @@ def m_fires_per_call_and_nested_order(T, log):
 
         def forward(self, x):
             return self.inner(x) * 3
+
     o = Outer()
     for name, mod in (("outer", o), ("inner", o.inner)):
         mod.register_forward_pre_hook(lambda m_, a, n=name: log.append(("fpre", n)))
@@ -243,6 +252,7 @@ def m_dict_output_warns_and_hooks_skip(T, log):
     class D(T.nn.Module):
         def forward(self, x):
             return {"out": x * 2}
+
     m = D()
     m.register_full_backward_hook(lambda mod, gi, go: log.append(("bh",)))
     x = X(T)
@@ -269,10 +279,12 @@ def m_inplace_on_hooked_output(T, log):
 @scenario
 def m_global_hooks_order_and_replacement(T, log):
     mm = T.nn.modules.module
-    hs = [mm.register_module_forward_pre_hook(lambda m, a: log.append(("global fwd pre",))),
-          mm.register_module_forward_hook(lambda m, a, o: log.append(("global fwd",)) or o + 1),
-          mm.register_module_full_backward_pre_hook(lambda m, go: log.append(("global bwd pre",))),
-          mm.register_module_full_backward_hook(lambda m, gi, go: log.append(("global full bwd",)))]
+    hs = [
+        mm.register_module_forward_pre_hook(lambda m, a: log.append(("global fwd pre",))),
+        mm.register_module_forward_hook(lambda m, a, o: log.append(("global fwd",)) or o + 1),
+        mm.register_module_full_backward_pre_hook(lambda m, go: log.append(("global bwd pre",))),
+        mm.register_module_full_backward_hook(lambda m, gi, go: log.append(("global full bwd",))),
+    ]
     try:
         m = Scale(T)
         m.register_forward_pre_hook(lambda mod, a: log.append(("module fwd pre",)))
@@ -318,6 +330,7 @@ def m_old_style_backward_hook(T, log):
     class D(T.nn.Module):
         def forward(self, x):
             return x * 2
+
     s = S()
     s.register_backward_hook(lambda m, gi, go: log.append(("old", tvals(gi), tvals(go))))
     s(X(T)).backward()
@@ -327,6 +340,7 @@ def m_old_style_backward_hook(T, log):
 
 
 # -- the issue's seed scenarios for global module backward hooks ------------------------
+
 
 def _net(T):
     class Net(T.nn.Module):
@@ -338,6 +352,7 @@ def _net(T):
 
         def forward(self, x):
             return self.b(self.a(x)) + self.dead(x) * 0
+
     return Net()
 
 
@@ -345,8 +360,10 @@ def _net(T):
 def seed_global_hook_gradient_statistics(T, log):
     stats = []
     h = T.nn.modules.module.register_module_full_backward_hook(
-        lambda m, gi, go: stats.append((type(m).__name__, val(go[0].norm()),
-                                        val(go[0].abs().max()))))
+        lambda m, gi, go: stats.append(
+            (type(m).__name__, val(go[0].norm()), val(go[0].abs().max()))
+        )
+    )
     try:
         _net(T)(X(T)).sum().backward()
     finally:
@@ -357,7 +374,8 @@ def seed_global_hook_gradient_statistics(T, log):
 @scenario
 def seed_global_hook_clipping(T, log):
     h = T.nn.modules.module.register_module_full_backward_hook(
-        lambda m, gi, go: tuple(g.clamp(-5, 5) if g is not None else None for g in gi))
+        lambda m, gi, go: tuple(g.clamp(-5, 5) if g is not None else None for g in gi)
+    )
     try:
         x = X(T)
         _net(T)(x).sum().backward()
@@ -370,7 +388,8 @@ def seed_global_hook_clipping(T, log):
 def seed_global_hook_detects_zero_gradients(T, log):
     zero = []
     h = T.nn.modules.module.register_module_full_backward_hook(
-        lambda m, gi, go: zero.append(all(g is None or not bool((g != 0).any()) for g in gi)))
+        lambda m, gi, go: zero.append(all(g is None or not bool((g != 0).any()) for g in gi))
+    )
     try:
         _net(T)(X(T)).sum().backward()
     finally:

@@ -1,15 +1,15 @@
 """nbgrad.utils.checkpoint: same values and gradients as without checkpointing (both variants),
 closure parameters get gradients, dropout masks are replayed, less memory is held."""
+
 import tracemalloc
 import warnings
 
 import numpy as np
 import pytest
+from conftest import needs_torch, torch
 
 import nbgrad
 from nbgrad.utils.checkpoint import CheckpointError, checkpoint, checkpoint_sequential
-
-from conftest import needs_torch, torch
 
 MODES = [pytest.param(True, id="reentrant"), pytest.param(False, id="non_reentrant")]
 
@@ -53,9 +53,13 @@ def run(model, use_ckpt, mode=None, drop=False, seed=3, **ckpt_kw):
     else:
         out = model.block(x, 2.0, drop)
     (out * out).sum().backward()
-    after = nbgrad.rand(3).numpy().copy()     # the caller's random stream after backward
-    return (out.detach().numpy().copy(), x.grad.numpy().copy(),
-            [p.grad.numpy().copy() for p in model.params()], after)
+    after = nbgrad.rand(3).numpy().copy()  # the caller's random stream after backward
+    return (
+        out.detach().numpy().copy(),
+        x.grad.numpy().copy(),
+        [p.grad.numpy().copy() for p in model.params()],
+        after,
+    )
 
 
 def assert_same(a, b):
@@ -80,10 +84,10 @@ def test_dropout_masks_are_replayed_with_preserve_rng_state(mode):
     m = Model()
     ref = run(m, False, drop=True)
     got = run(m, True, mode, drop=True)
-    assert_same(ref, got)                       # also: the caller's RNG stream is untouched
+    assert_same(ref, got)  # also: the caller's RNG stream is untouched
     bad = run(m, True, mode, drop=True, preserve_rng_state=False)
-    np.testing.assert_array_equal(bad[0], ref[0])          # forward is the same ...
-    assert not np.allclose(bad[2][0], ref[2][0])           # ... but recompute drew a new mask
+    np.testing.assert_array_equal(bad[0], ref[0])  # forward is the same ...
+    assert not np.allclose(bad[2][0], ref[2][0])  # ... but recompute drew a new mask
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -125,7 +129,7 @@ def test_only_one_output_used(mode):
 
 def test_non_reentrant_supports_kwargs_autograd_grad_and_inputs_without_grad():
     m = Model()
-    x = nbgrad.randn(4, 6, dtype=nbgrad.float64)            # does not require grad
+    x = nbgrad.randn(4, 6, dtype=nbgrad.float64)  # does not require grad
     out = checkpoint(m.block, x, scale=2.0, use_reentrant=False)
     ref = m.block(x, scale=2.0)
     np.testing.assert_array_equal(out.detach().numpy(), ref.detach().numpy())
@@ -196,7 +200,7 @@ def test_non_reentrant_determinism_check():
 
     def f(x):
         calls.append(1)
-        n = 3 if len(calls) == 1 else 2         # recomputation saves a different shape
+        n = 3 if len(calls) == 1 else 2  # recomputation saves a different shape
         return (x[:n] * x[:n]).sum()
 
     x = nbgrad.randn(4, requires_grad=True)
@@ -209,7 +213,7 @@ def test_non_reentrant_determinism_check():
     def g(x):
         calls.append(1)
         y = x * x
-        return (y * y if len(calls) == 1 else y).sum()   # recomputation saves fewer tensors
+        return (y * y if len(calls) == 1 else y).sum()  # recomputation saves fewer tensors
 
     out = checkpoint(g, nbgrad.randn(4, requires_grad=True), use_reentrant=False)
     with pytest.raises(CheckpointError, match="different number of tensors"):
@@ -281,14 +285,14 @@ def test_less_memory_is_held_after_forward(mode):
         out.sum().backward()
         return size, x.grad.numpy().copy()
 
-    held(False)                       # warm-up (kernel compilation, caches)
+    held(False)  # warm-up (kernel compilation, caches)
     x.grad = None
     plain, g_plain = held(False)
     x.grad = None
     ck, g_ck = held(True)
     act = 64 * width * 4
-    assert plain >= 2 * n * act * 0.9       # two activations per layer are kept ...
-    assert ck <= 2.5 * act                  # ... against the output and a few small objects
+    assert plain >= 2 * n * act * 0.9  # two activations per layer are kept ...
+    assert ck <= 2.5 * act  # ... against the output and a few small objects
     np.testing.assert_allclose(g_ck, g_plain, rtol=1e-5, atol=1e-6)
 
 
@@ -304,17 +308,21 @@ def test_matches_pytorch_checkpoint(mode):
 
         def f(x):
             return (x @ w).tanh() * x
+
         out = ckpt(f, x, use_reentrant=mode)
         out.pow(2).sum().backward()
         return out.detach().numpy(), x.grad.numpy(), w.grad.numpy()
 
     import torch.utils.checkpoint as tc
+
     for a, b in zip(grads(nbgrad, checkpoint), grads(torch, tc.checkpoint)):
         np.testing.assert_allclose(a, b, rtol=1e-10)
 
 
-@pytest.mark.skipif(not hasattr(nbgrad.nn, "Dropout") or not hasattr(nbgrad.nn, "Linear"),
-                    reason="nn.Linear / nn.Dropout not available")
+@pytest.mark.skipif(
+    not hasattr(nbgrad.nn, "Dropout") or not hasattr(nbgrad.nn, "Linear"),
+    reason="nn.Linear / nn.Dropout not available",
+)
 @pytest.mark.parametrize("mode", MODES)
 def test_modules_with_dropout_inside_checkpoint(mode):
     nn = nbgrad.nn
@@ -328,8 +336,9 @@ def test_modules_with_dropout_inside_checkpoint(mode):
         nbgrad.manual_seed(11)
         out = checkpoint(net, x, use_reentrant=mode) if use_ckpt else net(x)
         out.pow(2).sum().backward()
-        return ([out.detach().numpy().copy(), x.grad.numpy().copy()]
-                + [p.grad.numpy().copy() for p in net.parameters()])
+        return [out.detach().numpy().copy(), x.grad.numpy().copy()] + [
+            p.grad.numpy().copy() for p in net.parameters()
+        ]
 
     ref, got = step(False), step(True)
     assert len(ref) == 2 + 4

@@ -9,6 +9,7 @@
 * The rest need neither: generated CUDA source for every pointwise op, the kernel plans, the
   vocabulary bindings and the vocabulary hash in generated sources.
 """
+
 import ast
 import hashlib
 import importlib.metadata
@@ -42,17 +43,26 @@ def _numba_cuda_version():
 
 NUMBA_CUDA = _numba_cuda_version()
 needs_numba_cuda = pytest.mark.skipif(
-    NUMBA_CUDA is None, reason="numba-cuda is not installed (pip install 'nbgrad[cuda]')")
+    NUMBA_CUDA is None, reason="numba-cuda is not installed (pip install 'nbgrad[cuda]')"
+)
 
 
 @needs_numba_cuda
 def test_cuda_kernels_match_cpu_in_simulator():
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    proc = subprocess.run([sys.executable, os.path.join("tests", "cuda_sim_check.py"), "-q"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-                          check=False)
-    assert proc.returncode == 0, "cuda_sim_check.py failed:\n%s\n%s" % (proc.stdout,
-                                                                        proc.stderr[-6000:])
+    proc = subprocess.run(
+        [sys.executable, os.path.join("tests", "cuda_sim_check.py"), "-q"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, "cuda_sim_check.py failed:\n%s\n%s" % (
+        proc.stdout,
+        proc.stderr[-6000:],
+    )
     assert "OK 30 kernels, 6 launcher cases (simulator)" in proc.stdout, proc.stdout
 
 
@@ -139,12 +149,14 @@ def test_cpu_and_cuda_bindings_export_exactly_the_vocabulary():
 
 def test_vocabulary_hash_is_in_every_generated_source(monkeypatch):
     """Editing kernels/vocab.py or a binding must give new kernel modules, not cache hits."""
+
     def sha(*paths):
         h = hashlib.sha1()
         for p in paths:
             with open(os.path.join(KERNELS, *p), "rb") as f:
                 h.update(f.read())
         return h.hexdigest()[:16]
+
     assert build.vocab_hash(False) == sha(("vocab.py",), ("cpu", "scalar.py"))
     assert build.vocab_hash(True) == sha(("vocab.py",), ("cuda", "scalar.py"))
     for cuda in (False, True):
@@ -158,6 +170,8 @@ def test_vocabulary_hash_is_in_every_generated_source(monkeypatch):
 
 
 def test_importing_nbgrad_does_not_import_numba_cuda():
-    code = ("import sys, nbgrad, nbgrad.kernels.cuda.launch, nbgrad.ops.formula; "
-            "sys.exit('numba.cuda' in sys.modules)")
+    code = (
+        "import sys, nbgrad, nbgrad.kernels.cuda.launch, nbgrad.ops.formula; "
+        "sys.exit('numba.cuda' in sys.modules)"
+    )
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=False).returncode == 0

@@ -1,18 +1,31 @@
 """nbgrad.utils.data: datasets, samplers, default_collate and the single-process DataLoader."""
+
 import collections
 
 import numpy as np
 import pytest
+from conftest import needs_torch, torch
 
 import nbgrad
 from nbgrad.random import Generator
-from nbgrad.utils.data import (BatchSampler, ConcatDataset, DataLoader, Dataset,
-                               IterableDataset, RandomSampler, SequentialSampler, StackDataset,
-                               Subset, SubsetRandomSampler, TensorDataset,
-                               WeightedRandomSampler, default_collate, default_convert,
-                               get_worker_info, random_split)
-
-from conftest import needs_torch, torch
+from nbgrad.utils.data import (
+    BatchSampler,
+    ConcatDataset,
+    DataLoader,
+    Dataset,
+    IterableDataset,
+    RandomSampler,
+    SequentialSampler,
+    StackDataset,
+    Subset,
+    SubsetRandomSampler,
+    TensorDataset,
+    WeightedRandomSampler,
+    default_collate,
+    default_convert,
+    get_worker_info,
+    random_split,
+)
 
 
 def make_ds(n=10):
@@ -27,6 +40,7 @@ def labels(loader):
 
 # ------------------------------------------------------------------------------------------
 # datasets
+
 
 def test_tensor_dataset():
     ds = make_ds(5)
@@ -79,6 +93,7 @@ def test_random_split_lengths_fractions_and_reproducibility():
 # ------------------------------------------------------------------------------------------
 # DataLoader
 
+
 def test_sequential_batches_and_len():
     ds = make_ds(10)
     dl = DataLoader(ds, batch_size=3)
@@ -86,7 +101,7 @@ def test_sequential_batches_and_len():
     batches = list(dl)
     assert labels(batches) == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
     x, y = batches[0]
-    assert isinstance(batches[0], list)          # a tuple sample collates to a list
+    assert isinstance(batches[0], list)  # a tuple sample collates to a list
     assert x.shape == (3, 2) and x.dtype is nbgrad.float32 and y.dtype is nbgrad.int64
     dl = DataLoader(ds, batch_size=3, drop_last=True)
     assert len(dl) == 3 and labels(dl) == [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
@@ -101,8 +116,8 @@ def test_shuffle_same_seed_same_order_new_epoch_new_permutation():
     dl2 = DataLoader(ds, batch_size=4, shuffle=True, generator=Generator().manual_seed(0))
     e1a, e1b = labels(dl1), labels(dl1)
     e2a, e2b = labels(dl2), labels(dl2)
-    assert e1a == e2a and e1b == e2b                 # same seed -> same order, epoch by epoch
-    assert e1a != e1b                                # a new permutation every epoch
+    assert e1a == e2a and e1b == e2b  # same seed -> same order, epoch by epoch
+    assert e1a != e1b  # a new permutation every epoch
     for epoch in (e1a, e1b):
         assert sorted(sum(epoch, [])) == list(range(20))
     dl3 = DataLoader(ds, batch_size=4, shuffle=True, generator=Generator().manual_seed(1))
@@ -117,8 +132,13 @@ def test_shuffle_same_seed_same_order_new_epoch_new_permutation():
 
 
 def test_shuffle_with_drop_last_keeps_full_batches_only():
-    dl = DataLoader(make_ds(10), batch_size=4, shuffle=True, drop_last=True,
-                    generator=Generator().manual_seed(3))
+    dl = DataLoader(
+        make_ds(10),
+        batch_size=4,
+        shuffle=True,
+        drop_last=True,
+        generator=Generator().manual_seed(3),
+    )
     out = labels(dl)
     assert len(dl) == 2 and [len(b) for b in out] == [4, 4]
     assert len(set(sum(out, []))) == 8
@@ -152,10 +172,10 @@ def test_custom_sampler_batch_sampler_collate_fn_and_no_autobatching():
     dl = DataLoader(ds, batch_size=4, collate_fn=lambda batch: len(batch))
     assert list(dl) == [4, 2]
     dl = DataLoader(ds, batch_size=None)
-    first = next(iter(dl))          # default_convert: a tuple sample becomes a list (PyTorch)
+    first = next(iter(dl))  # default_convert: a tuple sample becomes a list (PyTorch)
     assert isinstance(first, list) and first[1].item() == 0 and first[0].shape == (2,)
     assert len(dl) == 6
-    dl = DataLoader(ds, batch_size=3, num_workers=2)          # runs in-process, same batches
+    dl = DataLoader(ds, batch_size=3, num_workers=2)  # runs in-process, same batches
     assert labels(dl) == [[0, 1, 2], [3, 4, 5]]
     assert get_worker_info() is None
 
@@ -181,16 +201,18 @@ def test_iterable_dataset():
         def __iter__(self):
             return iter(range(7))
 
-    assert [b.tolist() for b in DataLoader(Stream(), batch_size=3)] == [[0, 1, 2], [3, 4, 5],
-                                                                       [6]]
+    assert [b.tolist() for b in DataLoader(Stream(), batch_size=3)] == [[0, 1, 2], [3, 4, 5], [6]]
     assert [b.tolist() for b in DataLoader(Stream(), batch_size=3, drop_last=True)] == [
-        [0, 1, 2], [3, 4, 5]]
+        [0, 1, 2],
+        [3, 4, 5],
+    ]
     with pytest.raises(ValueError, match="expected unspecified shuffle option"):
         DataLoader(Stream(), shuffle=True)
 
 
 # ------------------------------------------------------------------------------------------
 # samplers
+
 
 def test_samplers():
     ds = make_ds(10)
@@ -212,8 +234,7 @@ def test_samplers():
     assert sorted(sub) == [3, 5, 7]
     w = list(WeightedRandomSampler([0, 0, 1.0, 0], 6, generator=g))
     assert w == [2] * 6
-    assert sorted(WeightedRandomSampler([1, 1, 1], 3, replacement=False, generator=g)) == [0, 1,
-                                                                                          2]
+    assert sorted(WeightedRandomSampler([1, 1, 1], 3, replacement=False, generator=g)) == [0, 1, 2]
     bs = BatchSampler(SequentialSampler(range(10)), 3, False)
     assert list(bs) == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]] and len(bs) == 4
     bs = BatchSampler(SequentialSampler(range(10)), 3, True)
@@ -254,14 +275,18 @@ def batches(lib):
         [np.int32(1), np.int32(2)],
         [lib.tensor([1.0, 2.0]), lib.tensor([3.0, 4.0])],
         [(lib.tensor([1, 2]), 1), (lib.tensor([3, 4]), 2)],
-        [collections.OrderedDict(z=lib.tensor(1.0), a=2),
-         collections.OrderedDict(z=lib.tensor(2.0), a=3)],
+        [
+            collections.OrderedDict(z=lib.tensor(1.0), a=2),
+            collections.OrderedDict(z=lib.tensor(2.0), a=3),
+        ],
     ]
 
 
 @needs_torch
 def test_default_collate_matches_pytorch():
-    from torch.utils.data import default_collate as tcollate, default_convert as tconvert
+    from torch.utils.data import default_collate as tcollate
+    from torch.utils.data import default_convert as tconvert
+
     for ours, theirs in zip(batches(nbgrad), batches(torch)):
         assert _structure(default_collate(ours)) == _structure(tcollate(theirs)), ours
         assert _structure(default_convert(ours)) == _structure(tconvert(theirs)), ours
@@ -273,7 +298,7 @@ def test_default_collate_errors():
     with pytest.raises(TypeError, match="default_collate: batch must contain tensors"):
         default_collate([object(), object()])
     with pytest.raises(RuntimeError):
-        default_collate([nbgrad.ones(2), nbgrad.ones(3)])       # stack of unequal shapes
+        default_collate([nbgrad.ones(2), nbgrad.ones(3)])  # stack of unequal shapes
 
 
 @needs_torch
@@ -282,7 +307,8 @@ def test_loader_batches_match_pytorch_for_sequential_loading():
     ys = np.arange(10)
     ours = DataLoader(TensorDataset(nbgrad.tensor(xs), nbgrad.tensor(ys)), batch_size=4)
     theirs = torch.utils.data.DataLoader(
-        torch.utils.data.TensorDataset(torch.tensor(xs), torch.tensor(ys)), batch_size=4)
+        torch.utils.data.TensorDataset(torch.tensor(xs), torch.tensor(ys)), batch_size=4
+    )
     assert len(ours) == len(theirs)
     for a, b in zip(ours, theirs):
         assert _structure(a) == _structure(b)

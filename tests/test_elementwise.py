@@ -1,4 +1,5 @@
 """nbgrad.elementwise: scalar formula -> compiled differentiable op with derived backward."""
+
 import numpy as np
 import pytest
 
@@ -8,7 +9,7 @@ from nbgrad.kernels.vocab import exp, log, tanh, where  # the names the formulas
 
 @nbgrad.elementwise
 def gelu(x):
-    return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x**3)))
 
 
 @nbgrad.elementwise
@@ -22,7 +23,7 @@ def leaky(x):
 
 
 def _np_gelu(x):
-    return 0.5 * x * (1 + np.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1 + np.tanh(0.7978845608028654 * (x + 0.044715 * x**3)))
 
 
 def test_values_match_numpy_and_node_name():
@@ -47,17 +48,20 @@ def test_gradients_and_second_order_by_finite_differences():
 
 def test_fused_backward_equals_differentiable_backward():
     x = nbgrad.tensor(np.linspace(-2, 2, 9), requires_grad=True)
-    (g_fused,) = nbgrad.autograd.grad(gelu(x).sum(), x)                     # Numba kernel
+    (g_fused,) = nbgrad.autograd.grad(gelu(x).sum(), x)  # Numba kernel
     (g_graph,) = nbgrad.autograd.grad(gelu(x).sum(), x, create_graph=True)  # nbgrad ops
     np.testing.assert_allclose(g_fused.numpy(), g_graph.detach().numpy(), rtol=1e-12)
 
 
 def test_rejects_what_it_cannot_differentiate():
     with pytest.raises(ValueError, match="cannot differentiate"):
+
         @nbgrad.elementwise
         def bad(x):
             return hypot(x, x)  # noqa: F821
+
     with pytest.raises(ValueError, match="single return expression"):
+
         @nbgrad.elementwise
         def two(x):
             y = x * 2

@@ -2,31 +2,35 @@
 7 and 14).
 
 Every test takes the fixture ``T``: the library under test.  It runs once with ``nbgrad`` and, when
-PyTorch (the oracle) is installed, once more with ``torch`` -- the very same assertions, so each test
-is checked against PyTorch and is meaningful on its own without it.
+PyTorch (the oracle) is installed, once more with ``torch`` -- the very same assertions, so
+each test is checked against PyTorch and is meaningful on its own without it.
 """
+
 import re
 import sys
 import warnings
 
 import pytest
+from conftest import needs_torch, torch
 
 import nbgrad
 import nbgrad.autograd.graph  # noqa: F401
-
-from conftest import needs_torch, torch
 
 if torch is not None:
     import torch.autograd.graph  # noqa: F401
 
 
-@pytest.fixture(params=[pytest.param("nbgrad", id="nbgrad"),
-                        pytest.param("torch", id="torch", marks=needs_torch)])
+@pytest.fixture(
+    params=[
+        pytest.param("nbgrad", id="nbgrad"),
+        pytest.param("torch", id="torch", marks=needs_torch),
+    ]
+)
 def T(request):
     return nbgrad if request.param == "nbgrad" else torch
 
 
-def leaf(T, values=(1., 2.), **kw):
+def leaf(T, values=(1.0, 2.0), **kw):
     return T.tensor(list(values), requires_grad=True, **kw)
 
 
@@ -34,13 +38,16 @@ SECOND_BACKWARD = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
     "they have already been freed). Saved intermediate values of the graph are freed when you call "
     ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
-    "graph a second time or if you need to access saved tensors after calling backward.")
+    "graph a second time or if you need to access saved tensors after calling backward."
+)
 
 CREATE_GRAPH_WARNING = (
     "Using backward() with create_graph=True will create a reference cycle between the parameter "
-    "and its gradient which can cause a memory leak. We recommend using autograd.grad when creating "
-    "the graph to avoid this. If you have to use this function, make sure to reset the .grad fields "
-    "of your parameters to None after use to break the cycle and avoid the leak.")
+    "and its gradient which can cause a memory leak. We recommend using autograd.grad when "
+    "creating the graph to avoid this. If you have to use this function, make sure to reset the "
+    ".grad fields "
+    "of your parameters to None after use to break the cycle and avoid the leak."
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -49,25 +56,25 @@ CREATE_GRAPH_WARNING = (
 
 def test_backward_grad_tensors_method(T):
     x = leaf(T)
-    (x * 2).backward(T.tensor([1., 10.]))
-    assert x.grad.tolist() == [2., 20.]
+    (x * 2).backward(T.tensor([1.0, 10.0]))
+    assert x.grad.tolist() == [2.0, 20.0]
 
 
 def test_backward_grad_tensors_function(T):
     x = leaf(T)
-    T.autograd.backward(x * 2, grad_tensors=T.tensor([1., 10.]))
-    assert x.grad.tolist() == [2., 20.]
+    T.autograd.backward(x * 2, grad_tensors=T.tensor([1.0, 10.0]))
+    assert x.grad.tolist() == [2.0, 20.0]
     x.grad = None
-    T.autograd.backward([x * 3], [T.tensor([1., 2.])])
-    assert x.grad.tolist() == [3., 6.]
+    T.autograd.backward([x * 3], [T.tensor([1.0, 2.0])])
+    assert x.grad.tolist() == [3.0, 6.0]
 
 
 def test_grad_grad_outputs(T):
     x = leaf(T)
-    (g,) = T.autograd.grad(x * 2, x, grad_outputs=T.tensor([1., 10.]))
-    assert g.tolist() == [2., 20.]
-    (g,) = T.autograd.grad([x * 2], [x], grad_outputs=[T.tensor([3., 1.])])
-    assert g.tolist() == [6., 2.]
+    (g,) = T.autograd.grad(x * 2, x, grad_outputs=T.tensor([1.0, 10.0]))
+    assert g.tolist() == [2.0, 20.0]
+    (g,) = T.autograd.grad([x * 2], [x], grad_outputs=[T.tensor([3.0, 1.0])])
+    assert g.tolist() == [6.0, 2.0]
     assert x.grad is None  # autograd.grad never touches .grad
 
 
@@ -76,31 +83,35 @@ def test_grad_tensor_of_other_dtype_accepted(T, gdtype):
     x = leaf(T)
     (x * 2).backward(T.tensor([1, 10], dtype=getattr(T, gdtype)))
     assert x.grad.dtype == T.float32
-    assert x.grad.tolist() == [2., 20.]
-    (g,) = T.autograd.grad(x * 3, x, T.tensor([1., 2.], dtype=T.float64))
+    assert x.grad.tolist() == [2.0, 20.0]
+    (g,) = T.autograd.grad(x * 3, x, T.tensor([1.0, 2.0], dtype=T.float64))
     assert g.dtype == T.float32
-    assert g.tolist() == [3., 6.]
+    assert g.tolist() == [3.0, 6.0]
 
 
 def test_first_grad_is_not_the_users_grad_tensor(T):
     x = leaf(T)
-    g = T.tensor([1., 1.])
+    g = T.tensor([1.0, 1.0])
     (x * 1).backward(g)
     assert x.grad is not g
     x2 = leaf(T)
-    g2 = T.tensor([5., 6.])
+    g2 = T.tensor([5.0, 6.0])
     x2.backward(g2)
     assert x2.grad is not g2
-    assert x2.grad.tolist() == [5., 6.]
+    assert x2.grad.tolist() == [5.0, 6.0]
     g2.add_(1)
-    assert x2.grad.tolist() == [5., 6.]
+    assert x2.grad.tolist() == [5.0, 6.0]
 
 
 def test_shape_mismatch_error(T):
     x = leaf(T)
-    with pytest.raises(RuntimeError, match=re.escape(
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape(
             "Mismatch in shape: grad_output[0] has a shape of torch.Size([3]) and output[0] has a "
-            "shape of torch.Size([2]).")):
+            "shape of torch.Size([2])."
+        ),
+    ):
         (x * 2).backward(T.ones(3))
     with pytest.raises(RuntimeError, match=re.escape("Mismatch in shape: grad_output[0]")):
         (x * 2).backward(T.ones(1))
@@ -124,23 +135,29 @@ def test_non_scalar_root_error(T):
 
 
 def test_one_element_root_is_accepted(T):
-    x1 = T.tensor([3.], requires_grad=True)
+    x1 = T.tensor([3.0], requires_grad=True)
     (x1 * 2).backward()
-    assert x1.grad.tolist() == [2.]
+    assert x1.grad.tolist() == [2.0]
     (g,) = T.autograd.grad(x1 * 5, x1)
-    assert g.tolist() == [5.]
+    assert g.tolist() == [5.0]
 
 
 def test_root_not_requiring_grad_error(T):
     x = leaf(T)
-    with pytest.raises(RuntimeError, match=re.escape(
-            "element 0 of tensors does not require grad and does not have a grad_fn")):
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape("element 0 of tensors does not require grad and does not have a grad_fn"),
+    ):
         T.ones(()).backward()
-    with pytest.raises(RuntimeError, match=re.escape(
-            "element 0 of tensors does not require grad and does not have a grad_fn")):
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape("element 0 of tensors does not require grad and does not have a grad_fn"),
+    ):
         T.autograd.grad(T.ones(()), x)
-    with pytest.raises(RuntimeError, match=re.escape(
-            "element 1 of tensors does not require grad and does not have a grad_fn")):
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape("element 1 of tensors does not require grad and does not have a grad_fn"),
+    ):
         T.autograd.backward([(x * 2).sum(), T.ones(())])
 
 
@@ -154,14 +171,16 @@ def test_second_backward_error(T):
     s.backward()
     with pytest.raises(RuntimeError, match=re.escape(SECOND_BACKWARD)):
         s.backward()
-    assert x.grad.tolist() == [2., 2.]
+    assert x.grad.tolist() == [2.0, 2.0]
 
 
 def test_second_grad_error(T):
     x = leaf(T)
     s = (x * x).sum()
     T.autograd.grad(s, x)
-    with pytest.raises(RuntimeError, match=re.escape("Trying to backward through the graph a second time")):
+    with pytest.raises(
+        RuntimeError, match=re.escape("Trying to backward through the graph a second time")
+    ):
         T.autograd.grad(s, x)
 
 
@@ -170,11 +189,11 @@ def test_retain_graph_allows_second_backward(T):
     s = (x * 2).sum()
     s.backward(retain_graph=True)
     s.backward()
-    assert x.grad.tolist() == [4., 4.]
+    assert x.grad.tolist() == [4.0, 4.0]
     s2 = (x * x).sum()
     (g1,) = T.autograd.grad(s2, x, retain_graph=True)
     (g2,) = T.autograd.grad(s2, x)
-    assert g1.tolist() == g2.tolist() == [2., 4.]
+    assert g1.tolist() == g2.tolist() == [2.0, 4.0]
 
 
 def test_x_plus_x_can_be_backwarded_twice(T):
@@ -182,7 +201,7 @@ def test_x_plus_x_can_be_backwarded_twice(T):
     s = (x + x).sum()
     s.backward()
     s.backward()
-    assert x.grad.tolist() == [4., 4.]
+    assert x.grad.tolist() == [4.0, 4.0]
 
 
 def test_retain_graph_defaults_to_create_graph(T):
@@ -190,7 +209,7 @@ def test_retain_graph_defaults_to_create_graph(T):
     s = (x * x).sum()
     T.autograd.grad(s, x, create_graph=True)
     (g,) = T.autograd.grad(s, x)  # graph was retained by create_graph
-    assert g.tolist() == [2., 4.]
+    assert g.tolist() == [2.0, 4.0]
 
 
 def test_retain_graph_false_with_create_graph_frees(T):
@@ -207,25 +226,25 @@ def test_retain_graph_false_with_create_graph_frees(T):
 
 def test_create_graph_higher_order(T):
     x = leaf(T)
-    (g,) = T.autograd.grad((x ** 3).sum(), x, create_graph=True)
-    assert g.tolist() == [3., 12.]
+    (g,) = T.autograd.grad((x**3).sum(), x, create_graph=True)
+    assert g.tolist() == [3.0, 12.0]
     assert g.requires_grad
     assert g.grad_fn.name() == "MulBackward0"
     assert repr(g) == "tensor([ 3., 12.], grad_fn=<MulBackward0>)"
     (g2,) = T.autograd.grad(g.sum(), x, create_graph=True)
-    assert g2.tolist() == [6., 12.]
+    assert g2.tolist() == [6.0, 12.0]
     (g3,) = T.autograd.grad(g2.sum(), x)
-    assert g3.tolist() == [6., 6.]
+    assert g3.tolist() == [6.0, 6.0]
     assert not g3.requires_grad and g3.grad_fn is None
     assert x.grad is None
 
 
 def test_without_create_graph_results_do_not_require_grad(T):
     x = leaf(T)
-    (g,) = T.autograd.grad((x ** 3).sum(), x)
+    (g,) = T.autograd.grad((x**3).sum(), x)
     assert not g.requires_grad
     assert g.grad_fn is None
-    (x ** 3).sum().backward()
+    (x**3).sum().backward()
     assert not x.grad.requires_grad
     assert x.grad.grad_fn is None
 
@@ -233,32 +252,33 @@ def test_without_create_graph_results_do_not_require_grad(T):
 def test_backward_create_graph(T):
     x = leaf(T)
     with pytest.warns(UserWarning, match=re.escape(CREATE_GRAPH_WARNING)):
-        (x ** 3).sum().backward(create_graph=True)
-    assert x.grad.tolist() == [3., 12.]
+        (x**3).sum().backward(create_graph=True)
+    assert x.grad.tolist() == [3.0, 12.0]
     assert x.grad.requires_grad
     assert x.grad.grad_fn.name() == "torch::autograd::CopyBackwards"
     assert type(x.grad.grad_fn).__name__ == "CopyBackwards"
     first = x.grad
     (g2,) = T.autograd.grad(x.grad.sum(), x)
-    assert g2.tolist() == [6., 12.]
+    assert g2.tolist() == [6.0, 12.0]
     # accumulation with create_graph is out of place
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        (x ** 2).sum().backward(create_graph=True)
+        (x**2).sum().backward(create_graph=True)
     assert x.grad is not first
-    assert x.grad.tolist() == [5., 16.]
+    assert x.grad.tolist() == [5.0, 16.0]
     assert x.grad.grad_fn.name() == "AddBackward0"
-    assert first.tolist() == [3., 12.]
+    assert first.tolist() == [3.0, 12.0]
 
 
 def test_hessian_vector_product(T):
-    x = leaf(T, (1., 2., 3.))
-    y = (x ** 2).prod()
+    x = leaf(T, (1.0, 2.0, 3.0))
+    y = (x**2).prod()
     (g,) = T.autograd.grad(y, x, create_graph=True)
-    v = T.tensor([1., 0., 0.])
+    v = T.tensor([1.0, 0.0, 0.0])
     (hv,) = T.autograd.grad(g, x, grad_outputs=v)
-    # y = x0^2 x1^2 x2^2 ; d2y/dx0^2 = 2 x1^2 x2^2 = 72 ; d2y/dx0dx1 = 4 x0 x1 x2^2 = 72, dx0dx2 = 48
-    assert hv.tolist() == [72., 72., 48.]
+    # y = x0^2 x1^2 x2^2 ; d2y/dx0^2 = 2 x1^2 x2^2 = 72 ; d2y/dx0dx1 = 4 x0 x1 x2^2 = 72, dx0dx2
+    # = 48
+    assert hv.tolist() == [72.0, 72.0, 48.0]
 
 
 # --------------------------------------------------------------------------------------------
@@ -269,7 +289,7 @@ def test_backward_inputs_non_leaf(T):
     x = leaf(T)
     y = x * 3
     (y * y).sum().backward(inputs=[y])
-    assert y.grad.tolist() == [6., 12.]
+    assert y.grad.tolist() == [6.0, 12.0]
     assert x.grad is None
 
 
@@ -281,8 +301,8 @@ def test_backward_inputs_non_leaf_then_retains_grad(T):
     (y * y).sum().backward(inputs=[y], retain_graph=True)
     assert y.retains_grad
     (y * 2).sum().backward(inputs=[x])
-    assert x.grad.tolist() == [6., 6.]
-    assert y.grad.tolist() == [8., 14.]
+    assert x.grad.tolist() == [6.0, 6.0]
+    assert y.grad.tolist() == [8.0, 14.0]
 
 
 def test_backward_inputs_leaf_and_non_leaf(T):
@@ -291,26 +311,26 @@ def test_backward_inputs_leaf_and_non_leaf(T):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         (y * y).sum().backward(inputs=[y, x])
-        assert y.grad.tolist() == [6., 12.]
-    assert x.grad.tolist() == [18., 36.]
+        assert y.grad.tolist() == [6.0, 12.0]
+    assert x.grad.tolist() == [18.0, 36.0]
 
 
 def test_backward_inputs_single_tensor(T):
     x = leaf(T)
-    w = leaf(T, (3., 4.))
+    w = leaf(T, (3.0, 4.0))
     (x * w).sum().backward(inputs=x)
-    assert x.grad.tolist() == [3., 4.]
+    assert x.grad.tolist() == [3.0, 4.0]
     assert w.grad is None
     T.autograd.backward((x * w).sum(), inputs=w)
-    assert w.grad.tolist() == [1., 2.]
-    assert x.grad.tolist() == [3., 4.]
+    assert w.grad.tolist() == [1.0, 2.0]
+    assert x.grad.tolist() == [3.0, 4.0]
 
 
 def test_backward_inputs_unused_leaf(T):
     x = leaf(T)
-    unused = leaf(T, (5., 6.))
+    unused = leaf(T, (5.0, 6.0))
     (x * 2).sum().backward(inputs=[x, unused])
-    assert x.grad.tolist() == [2., 2.]
+    assert x.grad.tolist() == [2.0, 2.0]
     assert unused.grad is None
 
 
@@ -329,43 +349,49 @@ def test_backward_inputs_empty_list_error(T):
 
 def test_grad_unused_input_error(T):
     x = leaf(T)
-    w = leaf(T, (1.,))
-    with pytest.raises(RuntimeError, match=re.escape(
+    w = leaf(T, (1.0,))
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape(
             "The differentiated Tensor at index 1 appears to not have been used in the graph. "
-            "Set allow_unused=True if this is the desired behavior.")):
+            "Set allow_unused=True if this is the desired behavior."
+        ),
+    ):
         T.autograd.grad((x * 2).sum(), [x, w])
 
 
 def test_grad_allow_unused(T):
     x = leaf(T)
-    w = leaf(T, (1.,))
+    w = leaf(T, (1.0,))
     gx, gw = T.autograd.grad((x * 2).sum(), [x, w], allow_unused=True)
-    assert gx.tolist() == [2., 2.]
+    assert gx.tolist() == [2.0, 2.0]
     assert gw is None
 
 
 def test_grad_materialize_grads(T):
     x = leaf(T)
-    w = leaf(T, (1.,))
+    w = leaf(T, (1.0,))
     gx, gw = T.autograd.grad((x * 2).sum(), [x, w], materialize_grads=True)
-    assert gx.tolist() == [2., 2.]
-    assert gw.tolist() == [0.]
+    assert gx.tolist() == [2.0, 2.0]
+    assert gw.tolist() == [0.0]
     assert gw.shape == (1,)
     gx, gw = T.autograd.grad((x * 2).sum(), [x, w], allow_unused=True, materialize_grads=True)
-    assert gw.tolist() == [0.]
+    assert gw.tolist() == [0.0]
 
 
 def test_grad_materialize_grads_with_allow_unused_false_error(T):
     x = leaf(T)
-    w = leaf(T, (1.,))
+    w = leaf(T, (1.0,))
     with pytest.raises(ValueError, match="allow_unused"):
         T.autograd.grad((x * 2).sum(), [x, w], allow_unused=False, materialize_grads=True)
 
 
 def test_grad_input_not_requiring_grad_error(T):
     x = leaf(T)
-    c = T.tensor([1., 2.])
-    with pytest.raises(RuntimeError, match="One of the differentiated Tensors does not require grad"):
+    c = T.tensor([1.0, 2.0])
+    with pytest.raises(
+        RuntimeError, match="One of the differentiated Tensors does not require grad"
+    ):
         T.autograd.grad((x * c).sum(), [x, c])
 
 
@@ -373,17 +399,21 @@ def test_grad_non_leaf_input(T):
     x = leaf(T)
     y = x * 3
     (gy,) = T.autograd.grad((y * y).sum(), y)
-    assert gy.tolist() == [6., 12.]
+    assert gy.tolist() == [6.0, 12.0]
     assert x.grad is None
 
 
 def test_only_inputs_false_future_warning(T):
     x = leaf(T)
-    with pytest.warns(FutureWarning, match=re.escape(
+    with pytest.warns(
+        FutureWarning,
+        match=re.escape(
             "only_inputs argument is deprecated and is ignored now (defaults to True). To "
-            "accumulate gradient for other parts of the graph, please use torch.autograd.backward.")):
+            "accumulate gradient for other parts of the graph, please use torch.autograd.backward."
+        ),
+    ):
         (g,) = T.autograd.grad((x * 2).sum(), x, only_inputs=False)
-    assert g.tolist() == [2., 2.]
+    assert g.tolist() == [2.0, 2.0]
     assert x.grad is None
 
 
@@ -394,7 +424,7 @@ def test_only_inputs_false_future_warning(T):
 def test_grad_multiple_roots_summed(T):
     x = leaf(T)
     (g,) = T.autograd.grad([(x * 2).sum(), (x * 3).sum()], x)
-    assert g.tolist() == [5., 5.]
+    assert g.tolist() == [5.0, 5.0]
 
 
 def test_backward_multiple_roots_mixed_grad_tensors(T):
@@ -402,23 +432,23 @@ def test_backward_multiple_roots_mixed_grad_tensors(T):
     s = (x * 2).sum()
     v = x * 3
     T.autograd.backward([s, v], [None, T.ones(2)])
-    assert x.grad.tolist() == [5., 5.]
+    assert x.grad.tolist() == [5.0, 5.0]
 
 
 def test_backward_multiple_roots_sharing_graph(T):
     x = leaf(T)
     y = x * x
     T.autograd.backward([y.sum(), (y * 2).sum()])
-    assert x.grad.tolist() == [6., 12.]
+    assert x.grad.tolist() == [6.0, 12.0]
 
 
 def test_grad_multiple_inputs_returns_tuple(T):
     x = leaf(T)
-    w = leaf(T, (3., 4.))
+    w = leaf(T, (3.0, 4.0))
     res = T.autograd.grad((x * w).sum(), (x, w))
     assert isinstance(res, tuple) and len(res) == 2
-    assert res[0].tolist() == [3., 4.]
-    assert res[1].tolist() == [1., 2.]
+    assert res[0].tolist() == [3.0, 4.0]
+    assert res[1].tolist() == [1.0, 2.0]
 
 
 # --------------------------------------------------------------------------------------------
@@ -435,16 +465,16 @@ def test_grad_accumulates_in_place(T):
     assert x.grad is g
     assert x.grad.data_ptr() == ptr
     assert g._version == v0 + 1
-    assert g.tolist() == [5., 5.]
+    assert g.tolist() == [5.0, 5.0]
 
 
 def test_user_assigned_grad_updated_in_place(T):
     x = leaf(T)
-    mine = T.tensor([10., 20.])
+    mine = T.tensor([10.0, 20.0])
     x.grad = mine
     (x * 2).sum().backward()
     assert x.grad is mine
-    assert mine.tolist() == [12., 22.]
+    assert mine.tolist() == [12.0, 22.0]
     assert mine._version == 1
 
 
@@ -455,8 +485,8 @@ def test_grad_reset_to_none_then_fresh(T):
     x.grad = None
     (x * 3).sum().backward()
     assert x.grad is not old
-    assert x.grad.tolist() == [3., 3.]
-    assert old.tolist() == [2., 2.]
+    assert x.grad.tolist() == [3.0, 3.0]
+    assert old.tolist() == [2.0, 2.0]
 
 
 def _transposed_leaf(T):
@@ -476,11 +506,11 @@ def test_grad_layout_transposed_leaf(T, how):
     elif how == "transposed":
         (p.t() * T.ones(4, 3)).sum().backward()
     else:
-        p.backward(T.arange(12.).reshape(3, 4))
+        p.backward(T.arange(12.0).reshape(3, 4))
     assert p.grad.shape == (3, 4)
     assert p.grad.stride() == p.stride() == (1, 3)
     if how == "contiguous":
-        assert p.grad.tolist() == T.arange(12.).reshape(3, 4).tolist()
+        assert p.grad.tolist() == T.arange(12.0).reshape(3, 4).tolist()
 
 
 def test_grad_layout_non_dense_leaf(T):
@@ -489,7 +519,7 @@ def test_grad_layout_non_dense_leaf(T):
     assert p.stride() == (6, 2)
     p.sum().backward()
     assert p.grad.stride() == (3, 1)
-    assert p.grad.tolist() == [[1., 1., 1.]] * 3
+    assert p.grad.tolist() == [[1.0, 1.0, 1.0]] * 3
 
 
 def test_grad_layout_expanded_leaf(T):
@@ -499,7 +529,7 @@ def test_grad_layout_expanded_leaf(T):
     (p * 2).sum().backward()
     assert p.grad.shape == (4, 3)
     assert p.grad.stride() == (3, 1)
-    assert p.grad.tolist() == [[2., 2., 2.]] * 4
+    assert p.grad.tolist() == [[2.0, 2.0, 2.0]] * 4
 
 
 def test_existing_grad_layout_is_kept(T):
@@ -513,14 +543,14 @@ def test_existing_grad_layout_is_kept(T):
         (p * 2).sum().backward()
     assert p.grad is g
     assert p.grad.stride() == (4, 1)
-    assert p.grad.tolist() == [[2.] * 4] * 3
+    assert p.grad.tolist() == [[2.0] * 4] * 3
 
 
 def test_grad_layout_contiguous_leaf_transposed_grad(T):
     p = T.zeros(3, 4, requires_grad=True)
-    (p.t() * T.arange(12.).reshape(4, 3)).sum().backward()
+    (p.t() * T.arange(12.0).reshape(4, 3)).sum().backward()
     assert p.grad.stride() == (4, 1)
-    assert p.grad.tolist() == T.arange(12.).reshape(4, 3).t().tolist()
+    assert p.grad.tolist() == T.arange(12.0).reshape(4, 3).t().tolist()
 
 
 # --------------------------------------------------------------------------------------------
@@ -537,7 +567,7 @@ def test_execution_order_chain(T):
         t.register_hook(lambda g, name=name: order.append(name))
     c.sum().backward()
     assert order == ["c", "b", "a"]
-    assert x.grad.tolist() == [24., 24.]
+    assert x.grad.tolist() == [24.0, 24.0]
 
 
 def test_execution_order_waits_for_all_consumers(T):
@@ -550,27 +580,27 @@ def test_execution_order_waits_for_all_consumers(T):
     a.register_hook(lambda g: order.append(("a", g.tolist())))
     b.register_hook(lambda g: order.append(("b", g.tolist())))
     out.sum().backward()
-    assert order == [("b", [1., 1.]), ("a", [4., 4.])]
-    assert x.grad.tolist() == [8., 8.]
+    assert order == [("b", [1.0, 1.0]), ("a", [4.0, 4.0])]
+    assert x.grad.tolist() == [8.0, 8.0]
 
 
 def test_long_chain_no_recursion_error(T):
-    x = leaf(T, (1., 2.))
+    x = leaf(T, (1.0, 2.0))
     y = x
     for _ in range(100000):
         y = y * 1.0
     y.sum().backward()
-    assert x.grad.tolist() == [1., 1.]
+    assert x.grad.tolist() == [1.0, 1.0]
 
 
 def test_long_chain_grad_no_recursion_error(T):
     limit = sys.getrecursionlimit()
-    x = leaf(T, (1.,))
+    x = leaf(T, (1.0,))
     y = x
     for _ in range(3 * limit):
         y = y + 1.0
     (g,) = T.autograd.grad(y.sum(), x)
-    assert g.tolist() == [1.]
+    assert g.tolist() == [1.0]
     del y  # freeing a deep graph must not overflow the stack either
 
 
@@ -591,7 +621,7 @@ def test_node_name_and_identity(T):
 
 
 def test_next_functions_structure(T):
-    a, b, c = leaf(T, (1.,)), leaf(T, (2.,)), leaf(T, (3.,))
+    a, b, c = leaf(T, (1.0,)), leaf(T, (2.0,)), leaf(T, (3.0,))
     out = (a * b + c).sum()
     nf = out.grad_fn.next_functions
     assert isinstance(nf, tuple) and len(nf) == 1
@@ -610,8 +640,11 @@ def test_next_functions_structure(T):
 @pytest.mark.parametrize("op", ["mul_scalar", "add_scalar", "mul_const_tensor"])
 def test_next_functions_none_for_non_grad_inputs(T, op):
     a = leaf(T)
-    y = {"mul_scalar": lambda: a * 2, "add_scalar": lambda: a + 1,
-         "mul_const_tensor": lambda: a * T.tensor([3., 4.])}[op]()
+    y = {
+        "mul_scalar": lambda: a * 2,
+        "add_scalar": lambda: a + 1,
+        "mul_const_tensor": lambda: a * T.tensor([3.0, 4.0]),
+    }[op]()
     nf = y.grad_fn.next_functions
     assert len(nf) == 2
     assert nf[0][0].name() == "torch::autograd::AccumulateGrad" and nf[0][1] == 0
@@ -661,10 +694,11 @@ def test_next_functions_survive_backward(T):
 
 def _ops(T):
     import nbgrad.nn.functional  # noqa: F401
+
     F = T.nn.functional
-    a = T.tensor([1., 2., 3.], requires_grad=True)
-    b = T.tensor([4., 5., 6.], requires_grad=True)
-    m = T.tensor([[1., 2.], [3., 4.]], requires_grad=True)
+    a = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = T.tensor([4.0, 5.0, 6.0], requires_grad=True)
+    m = T.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
     return F, a, b, m
 
 
@@ -678,10 +712,10 @@ OP_NAMES = [
     ("2/a", lambda T, F, a, b, m: 2 / a, "MulBackward0"),
     ("outer", lambda T, F, a, b, m: T.outer(a, b), "MulBackward0"),
     ("a/b", lambda T, F, a, b, m: a / b, "DivBackward0"),
-    ("a**2", lambda T, F, a, b, m: a ** 2, "PowBackward0"),
+    ("a**2", lambda T, F, a, b, m: a**2, "PowBackward0"),
     ("square", lambda T, F, a, b, m: a.square(), "PowBackward0"),
-    ("a**b", lambda T, F, a, b, m: a ** b, "PowBackward1"),
-    ("2**a", lambda T, F, a, b, m: 2 ** a, "PowBackward2"),
+    ("a**b", lambda T, F, a, b, m: a**b, "PowBackward1"),
+    ("2**a", lambda T, F, a, b, m: 2**a, "PowBackward2"),
     ("mm", lambda T, F, a, b, m: m @ m, "MmBackward0"),
     ("mv", lambda T, F, a, b, m: T.mv(m, a[:2]), "MvBackward0"),
     ("dot", lambda T, F, a, b, m: T.dot(a, b), "DotBackward0"),
@@ -726,8 +760,12 @@ OP_NAMES = [
     ("unbind", lambda T, F, a, b, m: a.unbind()[0], "UnbindBackward0"),
     ("where", lambda T, F, a, b, m: T.where(a > 1, a, b), "WhereBackward0"),
     ("gather", lambda T, F, a, b, m: m.gather(1, T.tensor([[0], [1]])), "GatherBackward0"),
-    ("index_select", lambda T, F, a, b, m: a.index_select(0, T.tensor([1])), "IndexSelectBackward0"),
-    ("masked_fill", lambda T, F, a, b, m: a.masked_fill(a > 1, 0.), "MaskedFillBackward0"),
+    (
+        "index_select",
+        lambda T, F, a, b, m: a.index_select(0, T.tensor([1])),
+        "IndexSelectBackward0",
+    ),
+    ("masked_fill", lambda T, F, a, b, m: a.masked_fill(a > 1, 0.0), "MaskedFillBackward0"),
     ("clone", lambda T, F, a, b, m: a.clone(), "CloneBackward0"),
     ("contiguous", lambda T, F, a, b, m: m.t().contiguous(), "CloneBackward0"),
     ("double", lambda T, F, a, b, m: a.double(), "ToCopyBackward0"),
@@ -737,7 +775,7 @@ OP_NAMES = [
     ("linear", lambda T, F, a, b, m: F.linear(m, m), "MmBackward0"),
     ("linear+bias", lambda T, F, a, b, m: F.linear(m, m, a[:2]), "AddmmBackward0"),
     ("einsum", lambda T, F, a, b, m: T.einsum("i,i->", a, b), "ViewBackward0"),
-    ("pow(a,3.)", lambda T, F, a, b, m: T.pow(a, 3.), "PowBackward0"),
+    ("pow(a,3.)", lambda T, F, a, b, m: T.pow(a, 3.0), "PowBackward0"),
     ("matmul", lambda T, F, a, b, m: T.matmul(m, m), "MmBackward0"),
     ("sin", lambda T, F, a, b, m: a.sin(), "SinBackward0"),
     ("cos", lambda T, F, a, b, m: a.cos(), "CosBackward0"),
@@ -758,13 +796,24 @@ OP_NAMES = [
     ("softplus", lambda T, F, a, b, m: F.softplus(a), "SoftplusBackward0"),
     ("leaky_relu", lambda T, F, a, b, m: F.leaky_relu(a), "LeakyReluBackward0"),
     ("dropout", lambda T, F, a, b, m: F.dropout(a, 0.5, training=True), "MulBackward0"),
-    ("cross_entropy", lambda T, F, a, b, m: F.cross_entropy(m, T.tensor([0, 1])), "NllLossBackward0"),
+    (
+        "cross_entropy",
+        lambda T, F, a, b, m: F.cross_entropy(m, T.tensor([0, 1])),
+        "NllLossBackward0",
+    ),
     ("nll_loss", lambda T, F, a, b, m: F.nll_loss(m, T.tensor([0, 1])), "NllLossBackward0"),
-    ("bce", lambda T, F, a, b, m: F.binary_cross_entropy(a.sigmoid(), T.ones(3)),
-     "BinaryCrossEntropyBackward0"),
+    (
+        "bce",
+        lambda T, F, a, b, m: F.binary_cross_entropy(a.sigmoid(), T.ones(3)),
+        "BinaryCrossEntropyBackward0",
+    ),
     ("layer_norm", lambda T, F, a, b, m: F.layer_norm(m, (2,)), "NativeLayerNormBackward0"),
     ("embedding", lambda T, F, a, b, m: F.embedding(T.tensor([1]), m), "EmbeddingBackward0"),
-    ("conv2d", lambda T, F, a, b, m: F.conv2d(m[None, None], m[None, None]), "ConvolutionBackward0"),
+    (
+        "conv2d",
+        lambda T, F, a, b, m: F.conv2d(m[None, None], m[None, None]),
+        "ConvolutionBackward0",
+    ),
 ]
 
 
@@ -791,7 +840,7 @@ def test_inplace_node_names(T):
     assert y.grad_fn.name() == "AddBackward0"
     y.mul_(2)
     assert y.grad_fn.name() == "MulBackward0"
-    y[0] = 5.
+    y[0] = 5.0
     assert y.grad_fn.name() == "torch::autograd::CopySlices"
     assert type(y.grad_fn).__name__ == "CopySlices"
     assert repr(y.grad_fn).startswith("<CopySlices object at 0x")

@@ -1,4 +1,5 @@
 """Forward-mode AD: dual tensors, JVPs against finite differences, forward-mode jacobian."""
+
 import numpy as np
 import pytest
 
@@ -49,5 +50,4 @@ def test_forward_mode_jacobian_equals_reverse_mode():
 
 def test_gradcheck_check_forward_ad():
     x = torch.tensor([0.5, 1.5], dtype=torch.float64, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda t: (t * t).tanh().cumsum(0), (x,),
-                                    check_forward_ad=True)
+    assert torch.autograd.gradcheck(lambda t: (t * t).tanh().cumsum(0), (x,), check_forward_ad=True)

@@ -1,4 +1,5 @@
 """autograd.Function behaviour (SEMANTICS.md section 8), including a Numba kernel inside."""
+
 import numba
 import numpy as np
 import pytest
@@ -82,8 +83,11 @@ def test_wrong_gradient_count_and_trailing_nones():
             return (g,)
 
     a = torch.ones(2, requires_grad=True)
-    with pytest.raises(RuntimeError, match=r"function WrongBackward returned an incorrect number "
-                                           r"of gradients \(expected 2, got 1\)"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"function WrongBackward returned an incorrect number "
+        r"of gradients \(expected 2, got 1\)",
+    ):
         Wrong.apply(a, a).sum().backward()
 
     class Extra(torch.autograd.Function):
@@ -111,9 +115,12 @@ def test_wrong_shape_non_tensor_and_dtype_cast():
             return torch.ones(3)
 
     x = torch.ones(2, requires_grad=True)
-    with pytest.raises(RuntimeError, match=r"Function WrongShapeBackward returned an invalid "
-                                           r"gradient at index 0 - got \[3\] but expected shape "
-                                           r"compatible with \[2\]"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"Function WrongShapeBackward returned an invalid "
+        r"gradient at index 0 - got \[3\] but expected shape "
+        r"compatible with \[2\]",
+    ):
         WrongShape.apply(x).sum().backward()
 
     class NotTensor(torch.autograd.Function):
@@ -153,9 +160,12 @@ def test_grad_for_non_tensor_input_is_an_error():
             return g, torch.ones(1)
 
     x = torch.ones(2, requires_grad=True)
-    with pytest.raises(RuntimeError, match="returned a gradient different than None at position "
-                                           "2, but the corresponding forward input was not a "
-                                           "Variable"):
+    with pytest.raises(
+        RuntimeError,
+        match="returned a gradient different than None at position "
+        "2, but the corresponding forward input was not a "
+        "Variable",
+    ):
         GradForNonTensorInput.apply(x, 2.0).sum().backward()
 
 
@@ -214,8 +224,10 @@ def test_mark_dirty_returns_input_and_bumps_version():
     assert out is b and b._version == 2 and b.grad_fn.name() == "AddOneBackward"
     out.sum().backward()
     assert a.grad.tolist() == [1.0, 1.0]
-    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad has been used in "
-                                           "an in-place operation."):
+    with pytest.raises(
+        RuntimeError,
+        match="a leaf Variable that requires grad has been used in an in-place operation.",
+    ):
         AddOne.apply(torch.ones(2, requires_grad=True))
 
     class Forgot(torch.autograd.Function):
@@ -228,8 +240,10 @@ def test_mark_dirty_returns_input_and_bumps_version():
         def backward(ctx, g):
             return g
 
-    with pytest.raises(RuntimeError, match="Some elements marked as dirty during the forward "
-                                           "method were not returned as output"):
+    with pytest.raises(
+        RuntimeError,
+        match="Some elements marked as dirty during the forward method were not returned as output",
+    ):
         Forgot.apply(torch.ones(2, requires_grad=True) * 1)
 
 
@@ -246,8 +260,10 @@ def test_saved_tensors_version_checked_and_freed():
             assert none is None
             return g * 2
 
-    with pytest.raises(TypeError, match="save_for_backward can only save variables, but "
-                                        "argument 1 is of type int"):
+    with pytest.raises(
+        TypeError, match="save_for_backward can only save variables, but argument 1 is of type int"
+    ):
+
         class G(torch.autograd.Function):
             @staticmethod
             def forward(ctx, x):
@@ -257,6 +273,7 @@ def test_saved_tensors_version_checked_and_freed():
             @staticmethod
             def backward(ctx, g):
                 return g
+
         G.apply(torch.ones(1, requires_grad=True))
 
     x = torch.ones(2, requires_grad=True)
@@ -315,8 +332,10 @@ def test_once_differentiable():
     assert g.tolist() == [2.0, 4.0]
     y = Sq.apply(x)
     (g2,) = torch.autograd.grad(y, x, torch.ones(2, requires_grad=True), create_graph=True)
-    with pytest.raises(RuntimeError, match="trying to differentiate twice a function that was "
-                                           "marked with @once_differentiable"):
+    with pytest.raises(
+        RuntimeError,
+        match="trying to differentiate twice a function that was marked with @once_differentiable",
+    ):
         g2.sum().backward()
 
 
@@ -328,6 +347,7 @@ def test_instantiating_a_function_is_an_error():
 
 
 # -- the use case nbgrad exists for: a user's own Numba kernels inside a Function -------------
+
 
 @numba.njit(cache=False)
 def _softplus_fwd(x, out):
@@ -377,14 +397,19 @@ def test_custom_function_jvp_in_forward_mode_and_hvp_without_one():
         def jvp(ctx, t):
             (x,) = ctx.saved_tensors
             return 2 * x * t
+
     x = torch.tensor([1.0, -2.0], dtype=torch.float64)
     u = torch.tensor([0.5, 3.0], dtype=torch.float64)
     with fwAD.dual_level():
         d = fwAD.make_dual(x, u)
-        np.testing.assert_allclose(fwAD.unpack_dual(SqJ.apply(d)).tangent.numpy(),
-                                   2 * x.numpy() * u.numpy())
-        with pytest.raises(NotImplementedError, match="You must implement the jvp function for "
-                           "custom autograd.Function to use it with forward mode AD."):
+        np.testing.assert_allclose(
+            fwAD.unpack_dual(SqJ.apply(d)).tangent.numpy(), 2 * x.numpy() * u.numpy()
+        )
+        with pytest.raises(
+            NotImplementedError,
+            match="You must implement the jvp function for "
+            "custom autograd.Function to use it with forward mode AD.",
+        ):
             Square.apply(d)
     # forward-over-reverse hits Sq's missing jvp: hvp falls back to the double-backward trick
     _, h = hvp(lambda t: (Square.apply(t) * t).sum(), x, u)

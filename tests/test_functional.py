@@ -1,5 +1,6 @@
 """autograd.functional (SEMANTICS.md section 12) with the documented examples checked
 analytically."""
+
 import numpy as np
 import pytest
 
@@ -81,41 +82,58 @@ def test_vjp_jvp_vhp_hvp():
     assert out.item() == 9.0 and r.tolist() == [6.0, 12.0]
     out, r = hvp(pow_reducer, torch.tensor([1.0, 2.0]), torch.ones(2))
     assert r.tolist() == [6.0, 12.0]
-    out, (ra, rb) = vhp(pow_adder_reducer, (torch.ones(2), torch.ones(2)),
-                         (torch.ones(2), torch.ones(2)))
+    out, (ra, rb) = vhp(
+        pow_adder_reducer, (torch.ones(2), torch.ones(2)), (torch.ones(2), torch.ones(2))
+    )
     assert ra.tolist() == [4.0, 4.0] and rb.tolist() == [6.0, 6.0]
     o, (gx, gy) = vjp(adder, (torch.ones(2), torch.ones(2)), torch.ones(2))
     assert gx.tolist() == [2.0, 2.0] and gy.tolist() == [3.0, 3.0]
 
 
 def test_v_none_errors_and_strict_mode():
-    with pytest.raises(RuntimeError, match="The vector v can only be None if the user-provided "
-                                           "function returns a single Tensor with a single "
-                                           "element."):
+    with pytest.raises(
+        RuntimeError,
+        match="The vector v can only be None if the user-provided "
+        "function returns a single Tensor with a single "
+        "element.",
+    ):
         vjp(lambda t: t * 2, torch.ones(3))
-    with pytest.raises(RuntimeError, match="The vector v can only be None if the input to the "
-                                           "user-provided function is a single Tensor with a "
-                                           "single element."):
+    with pytest.raises(
+        RuntimeError,
+        match="The vector v can only be None if the input to the "
+        "user-provided function is a single Tensor with a "
+        "single element.",
+    ):
         jvp(lambda t: t * 2, torch.ones(3))
     x, y = torch.ones(3), torch.ones(2)
-    with pytest.raises(RuntimeError, match="Output 0 of the user-provided function is "
-                                           "independent of input 1. This is not allowed in "
-                                           "strict mode."):
+    with pytest.raises(
+        RuntimeError,
+        match="Output 0 of the user-provided function is "
+        "independent of input 1. This is not allowed in "
+        "strict mode.",
+    ):
         jacobian(lambda a, b: a * 2, (x, y), strict=True)
     with pytest.raises(RuntimeError, match="does not require gradients"):
         jacobian(lambda a: torch.ones(2), x, strict=True)
-    with pytest.raises(RuntimeError, match="`strict=True` and `vectorized=True` are not "
-                                           "supported together"):
+    with pytest.raises(
+        RuntimeError, match="`strict=True` and `vectorized=True` are not supported together"
+    ):
         jacobian(lambda a: a, x, strict=True, vectorize=True)
     with pytest.raises(NotImplementedError, match="isonly implemented for `vectorize=True`"):
         jacobian(lambda a: a, x, strategy="forward-mode")
-    with pytest.raises(TypeError, match="The inputs given to jacobian must be either a Tensor or "
-                                        "a tuple of Tensors but the given inputs has type "
-                                        "<class 'list'>."):
+    with pytest.raises(
+        TypeError,
+        match="The inputs given to jacobian must be either a Tensor or "
+        "a tuple of Tensors but the given inputs has type "
+        "<class 'list'>.",
+    ):
         jacobian(lambda a: a, [x])
-    with pytest.raises(TypeError, match="must be either a Tensor or a tuple of Tensors but the "
-                                        "given outputs of the user-provided function has type "
-                                        "<class 'float'>."):
+    with pytest.raises(
+        TypeError,
+        match="must be either a Tensor or a tuple of Tensors but the "
+        "given outputs of the user-provided function has type "
+        "<class 'float'>.",
+    ):
         jacobian(lambda a: 1.0, x)
 
 

@@ -1,21 +1,25 @@
 """Grad mode: no_grad, enable_grad, set_grad_enabled, inference_mode (SEMANTICS.md section 9).
 
 Every test takes the fixture ``T``: the library under test.  It runs once with ``nbgrad`` and, when
-PyTorch (the oracle) is installed, once more with ``torch`` -- the very same assertions, so each test
-is checked against PyTorch and is meaningful on its own without it.
+PyTorch (the oracle) is installed, once more with ``torch`` -- the very same assertions, so
+each test is checked against PyTorch and is meaningful on its own without it.
 """
+
 import re
 import threading
 
 import pytest
+from conftest import needs_torch, torch
 
 import nbgrad
 
-from conftest import needs_torch, torch
 
-
-@pytest.fixture(params=[pytest.param("nbgrad", id="nbgrad"),
-                        pytest.param("torch", id="torch", marks=needs_torch)])
+@pytest.fixture(
+    params=[
+        pytest.param("nbgrad", id="nbgrad"),
+        pytest.param("torch", id="torch", marks=needs_torch),
+    ]
+)
 def T(request):
     lib = nbgrad if request.param == "nbgrad" else torch
     assert lib.is_grad_enabled()
@@ -24,13 +28,16 @@ def T(request):
 
 
 def leaf(T):
-    return T.tensor([1., 2.], requires_grad=True)
+    return T.tensor([1.0, 2.0], requires_grad=True)
 
 
 INPLACE_INFERENCE = (
-    "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to "
-    "get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for "
-    "more details.")
+    "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a "
+    "clone to "
+    "get a normal tensor before doing inplace update.See "
+    "https://github.com/pytorch/rfcs/pull/17 for "
+    "more details."
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -92,9 +99,12 @@ def test_nesting_restores_each_level(T):
 
 @pytest.mark.parametrize("ctx", ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode"])
 def test_restored_on_exception(T, ctx):
-    make = {"no_grad": lambda: T.no_grad(), "enable_grad": lambda: T.enable_grad(),
-            "set_grad_enabled": lambda: T.set_grad_enabled(False),
-            "inference_mode": lambda: T.inference_mode()}[ctx]
+    make = {
+        "no_grad": lambda: T.no_grad(),
+        "enable_grad": lambda: T.enable_grad(),
+        "set_grad_enabled": lambda: T.set_grad_enabled(False),
+        "inference_mode": lambda: T.inference_mode(),
+    }[ctx]
     with T.no_grad():
         with pytest.raises(ValueError, match="boom"):
             with make():
@@ -128,20 +138,20 @@ def test_context_manager_enter_returns(T):
 def test_factory_requires_grad_inside_no_grad(T):
     with T.no_grad():
         t = T.ones(2, requires_grad=True)
-        u = T.tensor([1.], requires_grad=True)
+        u = T.tensor([1.0], requires_grad=True)
     assert t.requires_grad and t.is_leaf and t.grad_fn is None
     assert u.requires_grad and u.is_leaf
     (t * 3).sum().backward()
-    assert t.grad.tolist() == [3., 3.]
+    assert t.grad.tolist() == [3.0, 3.0]
 
 
 def test_no_grad_inplace_on_leaf_allowed(T):
     x = leaf(T)
     with T.no_grad():
         x.mul_(2)
-        x[0] = 7.
+        x[0] = 7.0
     assert x.is_leaf and x.requires_grad and x.grad_fn is None
-    assert x.tolist() == [7., 4.]
+    assert x.tolist() == [7.0, 4.0]
     assert x._version == 2
 
 
@@ -160,7 +170,7 @@ def test_no_grad_decorator_called(T):
 
     y = f(x, k=3)
     assert T.is_grad_enabled()
-    assert not y.requires_grad and y.tolist() == [3., 6.]
+    assert not y.requires_grad and y.tolist() == [3.0, 6.0]
     assert f.__name__ == "f" and f.__doc__ == "doc"
 
 
@@ -334,8 +344,12 @@ def test_set_grad_enabled_plain_call_inside_context(T):
 
 @pytest.mark.parametrize("bad,tname", [(None, "NoneType"), (1, "int"), ("yes", "str")])
 def test_set_grad_enabled_type_error(T, bad, tname):
-    with pytest.raises(TypeError, match=re.escape(
-            "set_grad_enabled(): argument 'enabled' (position 1) must be bool, not %s" % tname)):
+    with pytest.raises(
+        TypeError,
+        match=re.escape(
+            "set_grad_enabled(): argument 'enabled' (position 1) must be bool, not %s" % tname
+        ),
+    ):
         T.set_grad_enabled(bad)
     assert T.is_grad_enabled()
 
@@ -389,8 +403,9 @@ def test_thread_changes_do_not_leak(T):
 
 def test_new_thread_inference_mode_off(T):
     with T.inference_mode():
-        got = _in_thread(lambda: (T.is_inference_mode_enabled(), T.is_grad_enabled(),
-                                  T.ones(1).is_inference()))
+        got = _in_thread(
+            lambda: (T.is_inference_mode_enabled(), T.is_grad_enabled(), T.ones(1).is_inference())
+        )
         assert T.is_inference_mode_enabled()
     assert got == (False, True, False)
 
@@ -414,7 +429,7 @@ def test_inference_mode_basics(T):
     assert b.is_inference() and not b.requires_grad and b.grad_fn is None
     assert e.is_inference() and e.requires_grad
     assert not x.is_inference()
-    assert b.tolist() == [2., 4.]
+    assert b.tolist() == [2.0, 4.0]
 
 
 def test_inference_mode_enable_grad_inside(T):
@@ -460,8 +475,8 @@ def test_inference_tensor_inplace_inside_allowed(T):
     with T.inference_mode():
         a = T.ones(2)
         a.add_(1)
-        a[0] = 5.
-    assert a.tolist() == [5., 2.]
+        a[0] = 5.0
+    assert a.tolist() == [5.0, 2.0]
 
 
 def test_inference_tensor_inplace_outside_error(T):
@@ -470,7 +485,7 @@ def test_inference_tensor_inplace_outside_error(T):
     with pytest.raises(RuntimeError, match=re.escape(INPLACE_INFERENCE)):
         a.add_(1)
     with pytest.raises(RuntimeError, match=re.escape(INPLACE_INFERENCE)):
-        a[0] = 1.
+        a[0] = 1.0
     with T.no_grad():
         with pytest.raises(RuntimeError, match=re.escape(INPLACE_INFERENCE)):
             a.mul_(2)
@@ -480,19 +495,25 @@ def test_inference_tensor_saved_for_backward_error(T):
     x = leaf(T)
     with T.inference_mode():
         a = T.ones(2)
-    with pytest.raises(RuntimeError, match=re.escape("Inference tensors cannot be saved for backward.")):
+    with pytest.raises(
+        RuntimeError, match=re.escape("Inference tensors cannot be saved for backward.")
+    ):
         x * a
     s = x + a  # add saves nothing: allowed
     assert s.requires_grad and not s.is_inference()
     s.sum().backward()
-    assert x.grad.tolist() == [1., 1.]
+    assert x.grad.tolist() == [1.0, 1.0]
 
 
 def test_inference_tensor_requires_grad_error(T):
     with T.inference_mode():
         a = T.ones(2)
-    with pytest.raises(RuntimeError, match=re.escape(
-            "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")):
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape(
+            "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed."
+        ),
+    ):
         a.requires_grad_()
     assert not a.requires_grad
 
@@ -506,7 +527,7 @@ def test_inference_tensor_clone_is_normal(T):
     c.add_(1)
     y = x * c
     y.sum().backward()
-    assert x.grad.tolist() == [2., 2.]
+    assert x.grad.tolist() == [2.0, 2.0]
 
 
 def test_out_of_place_on_inference_tensor_outside(T):
@@ -514,4 +535,4 @@ def test_out_of_place_on_inference_tensor_outside(T):
         a = T.ones(2)
     b = a * 3
     assert not b.is_inference()
-    assert b.tolist() == [3., 3.]
+    assert b.tolist() == [3.0, 3.0]

@@ -5,6 +5,7 @@ Each scenario of tests/hook_scenarios.py is run with nbgrad and its log (hook ca
 values, final grads, error types/messages) must equal the log recorded from torch 2.13 in
 tests/fixtures/hooks.json (regenerate with scripts/record_hook_fixtures.py).  Needs no torch.
 """
+
 import json
 import os
 import sys

@@ -4,6 +4,7 @@ Static: every module-level import of an nbgrad module must point to the same or 
 and every function-local import of an nbgrad module (a deferred import) must say why on its
 line with a ``# cycle: <reason>`` comment.
 """
+
 import ast
 import pathlib
 
@@ -13,12 +14,32 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "nbgrad"
 
 # most specific prefix wins; a module's layer is that of its longest matching prefix
 LAYERS = [
-    ("leaf", ["nbgrad._config", "nbgrad._flags", "nbgrad._fpstate", "nbgrad.dtypes",
-              "nbgrad.device", "nbgrad.grad_mode", "nbgrad.random", "nbgrad.utils.hooks",
-              "nbgrad._repr"]),
+    (
+        "leaf",
+        [
+            "nbgrad._config",
+            "nbgrad._flags",
+            "nbgrad._fpstate",
+            "nbgrad.dtypes",
+            "nbgrad.device",
+            "nbgrad.grad_mode",
+            "nbgrad.random",
+            "nbgrad.utils.hooks",
+            "nbgrad._repr",
+        ],
+    ),
     ("tensor", ["nbgrad._tensor"]),
-    ("graph", ["nbgrad.autograd.graph", "nbgrad.autograd.saved", "nbgrad.autograd.anomaly_mode",
-               "nbgrad.autograd.batching", "nbgrad.autograd.dual", "nbgrad.creation"]),
+    (
+        "graph",
+        [
+            "nbgrad.autograd.graph",
+            "nbgrad.autograd.saved",
+            "nbgrad.autograd.anomaly_mode",
+            "nbgrad.autograd.batching",
+            "nbgrad.autograd.dual",
+            "nbgrad.creation",
+        ],
+    ),
     ("kernels", ["nbgrad.kernels"]),
     ("ops", ["nbgrad.ops"]),
     ("autograd", ["nbgrad.autograd"]),
@@ -53,7 +74,7 @@ def _targets(node, mod, is_pkg):
         return [a.name for a in node.names if a.name.startswith("nbgrad")]
     base = mod.split(".") if is_pkg else mod.split(".")[:-1]
     if node.level:
-        base = base[:len(base) - node.level + 1]
+        base = base[: len(base) - node.level + 1]
         name = ".".join(base + ([node.module] if node.module else []))
     else:
         name = node.module or ""
@@ -76,8 +97,11 @@ def _imports(tree, mod, is_pkg):
             if isinstance(child, (ast.Import, ast.ImportFrom)):
                 for t in _targets(child, mod, is_pkg):
                     found.append((child.lineno, t, deferred))
-            visit(child, deferred or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                         ast.Lambda)))
+            visit(
+                child,
+                deferred or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)),
+            )
+
     visit(tree, False)
     return found
 
@@ -97,9 +121,13 @@ def test_imports_point_down(mod, path):
             continue
         if deferred:
             if "# cycle:" not in lines[line - 1]:
-                bad.append("line %d: deferred import of %s without a '# cycle: <reason>' "
-                           "comment" % (line, target))
+                bad.append(
+                    "line %d: deferred import of %s without a '# cycle: <reason>' "
+                    "comment" % (line, target)
+                )
         elif layer(target) > me:
-            bad.append("line %d: %s (layer %s) imports %s (layer %s)"
-                       % (line, mod, LAYERS[me][0], target, LAYERS[layer(target)][0]))
+            bad.append(
+                "line %d: %s (layer %s) imports %s (layer %s)"
+                % (line, mod, LAYERS[me][0], target, LAYERS[layer(target)][0])
+            )
     assert not bad, "\n".join(bad)

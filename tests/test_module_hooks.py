@@ -1,5 +1,6 @@
 """nn.Module hooks (SEMANTICS.md section 5) compared with logs recorded from PyTorch
 (tests/fixtures/module_hooks.json, written by scripts/record_hook_fixtures.py).  No torch needed."""
+
 import json
 import os
 import sys
@@ -11,8 +12,7 @@ import nbgrad
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import module_hook_scenarios as S  # noqa: E402
 
-FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures",
-                       "module_hooks.json")
+FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "module_hooks.json")
 with open(FIXTURE) as _f:
     EXPECTED = json.load(_f)
 _BY_NAME = {fn.__name__: fn for fn in S.SCENARIOS}
@@ -27,7 +27,8 @@ def test_module_hook_scenario(name):
     got = json.loads(json.dumps(S.run(_BY_NAME[name], nbgrad)))
     assert got == EXPECTED[name], "\n".join(
         "%s expected %r\n   got      %r" % ("  " if e == g else "!!", e, g)
-        for e, g in zip(EXPECTED[name] + [None] * len(got), got + [None] * len(EXPECTED[name])))
+        for e, g in zip(EXPECTED[name] + [None] * len(got), got + [None] * len(EXPECTED[name]))
+    )
 
 
 def test_fast_path_when_no_hooks_anywhere():

@@ -1,6 +1,7 @@
 """nn layers, containers and losses against PyTorch: construction, parameter/buffer names and
 shapes, state dicts, reprs, train/eval, nn.init statistics, nn.utils clipping and conversion,
 and (with nn.functional present) forward/backward values."""
+
 import math
 import re
 import types
@@ -13,11 +14,22 @@ import pytest
 import nbgrad
 import nbgrad.nn.init as init
 import nbgrad.nn.utils as nn_utils
-from nbgrad.nn.modules import (activation, container, conv, dropout, flatten, linear, loss,
-                               normalization, pooling, sparse)
+from nbgrad.nn.modules import (
+    activation,
+    container,
+    conv,
+    dropout,
+    flatten,
+    linear,
+    loss,
+    normalization,
+    pooling,
+    sparse,
+)
 
 try:  # the oracle is optional: its absence skips oracle tests, never fails them
     import torch
+
     HAS_TORCH = True
 except Exception:  # pragma: no cover
     torch = None
@@ -25,6 +37,7 @@ except Exception:  # pragma: no cover
 
 try:
     import nbgrad.nn.functional  # noqa: F401
+
     HAS_F = True
 except Exception:  # pragma: no cover
     HAS_F = False
@@ -39,21 +52,42 @@ def _nn_namespace():
     if hasattr(nbgrad.nn, "Sequential") and hasattr(nbgrad.nn, "BCEWithLogitsLoss"):
         return nbgrad.nn
     ns = {"Module": nbgrad.nn.Module, "Parameter": nbgrad.nn.Parameter}
-    for mod in (activation, container, conv, dropout, flatten, linear, loss, normalization,
-                pooling, sparse):
+    for mod in (
+        activation,
+        container,
+        conv,
+        dropout,
+        flatten,
+        linear,
+        loss,
+        normalization,
+        pooling,
+        sparse,
+    ):
         ns.update({name: getattr(mod, name) for name in mod.__all__})
     return types.SimpleNamespace(**ns)
 
 
 nn = _nn_namespace()
-NB = types.SimpleNamespace(nn=nn, tensor=nbgrad.tensor, ones=nbgrad.ones, zeros=nbgrad.zeros,
-                           float64=nbgrad.float64, manual_seed=nbgrad.manual_seed)
+NB = types.SimpleNamespace(
+    nn=nn,
+    tensor=nbgrad.tensor,
+    ones=nbgrad.ones,
+    zeros=nbgrad.zeros,
+    float64=nbgrad.float64,
+    manual_seed=nbgrad.manual_seed,
+)
 
 
 def _torch_ns():
-    return types.SimpleNamespace(nn=torch.nn, tensor=torch.tensor, ones=torch.ones,
-                                 zeros=torch.zeros, float64=torch.float64,
-                                 manual_seed=torch.manual_seed)
+    return types.SimpleNamespace(
+        nn=torch.nn,
+        tensor=torch.tensor,
+        ones=torch.ones,
+        zeros=torch.zeros,
+        float64=torch.float64,
+        manual_seed=torch.manual_seed,
+    )
 
 
 def _dt(d):
@@ -80,8 +114,7 @@ LAYERS = {
     "conv1d": lambda T: T.nn.Conv1d(2, 4, 3),
     "conv1d-opts": lambda T: T.nn.Conv1d(2, 4, 3, stride=2, padding=1, dilation=2, bias=False),
     "conv2d": lambda T: T.nn.Conv2d(3, 6, (3, 5), stride=2, padding=1, groups=3),
-    "conv2d-same-reflect": lambda T: T.nn.Conv2d(2, 4, 3, padding="same",
-                                                 padding_mode="reflect"),
+    "conv2d-same-reflect": lambda T: T.nn.Conv2d(2, 4, 3, padding="same", padding_mode="reflect"),
     "conv2d-valid": lambda T: T.nn.Conv2d(2, 4, 2, padding="valid", bias=False),
     "maxpool2d": lambda T: T.nn.MaxPool2d(2),
     "maxpool2d-opts": lambda T: T.nn.MaxPool2d((3, 2), stride=1, padding=1, ceil_mode=True),
@@ -90,15 +123,15 @@ LAYERS = {
     "dropout-default": lambda T: T.nn.Dropout(),
     "embedding": lambda T: T.nn.Embedding(10, 3),
     "embedding-pad": lambda T: T.nn.Embedding(10, 3, padding_idx=-1),
-    "embedding-opts": lambda T: T.nn.Embedding(10, 3, max_norm=1.0, norm_type=1.0,
-                                               scale_grad_by_freq=True),
+    "embedding-opts": lambda T: T.nn.Embedding(
+        10, 3, max_norm=1.0, norm_type=1.0, scale_grad_by_freq=True
+    ),
     "layernorm": lambda T: T.nn.LayerNorm([4, 5]),
     "layernorm-noaffine": lambda T: T.nn.LayerNorm(4, elementwise_affine=False),
     "layernorm-nobias": lambda T: T.nn.LayerNorm(4, eps=1e-3, bias=False),
     "batchnorm1d": lambda T: T.nn.BatchNorm1d(3),
     "batchnorm2d-noaffine": lambda T: T.nn.BatchNorm2d(4, affine=False),
-    "batchnorm2d-notrack": lambda T: T.nn.BatchNorm2d(4, momentum=None,
-                                                      track_running_stats=False),
+    "batchnorm2d-notrack": lambda T: T.nn.BatchNorm2d(4, momentum=None, track_running_stats=False),
     "batchnorm1d-nobias": lambda T: T.nn.BatchNorm1d(3, eps=1e-3, bias=False),
     "relu": lambda T: T.nn.ReLU(),
     "relu-inplace": lambda T: T.nn.ReLU(inplace=True),
@@ -119,16 +152,19 @@ LAYERS = {
     "mse": lambda T: T.nn.MSELoss(),
     "l1-sum": lambda T: T.nn.L1Loss(reduction="sum"),
     "ce": lambda T: T.nn.CrossEntropyLoss(),
-    "ce-opts": lambda T: T.nn.CrossEntropyLoss(weight=T.ones(3), ignore_index=1,
-                                               label_smoothing=0.1),
+    "ce-opts": lambda T: T.nn.CrossEntropyLoss(
+        weight=T.ones(3), ignore_index=1, label_smoothing=0.1
+    ),
     "nll": lambda T: T.nn.NLLLoss(weight=T.ones(3), reduction="none"),
     "bce": lambda T: T.nn.BCELoss(weight=T.ones(2)),
     "bce-logits": lambda T: T.nn.BCEWithLogitsLoss(pos_weight=T.ones(2)),
     "sequential": lambda T: T.nn.Sequential(T.nn.Linear(2, 3), T.nn.ReLU(), T.nn.Linear(3, 1)),
-    "sequential-odict": lambda T: T.nn.Sequential(OrderedDict(
-        [("fc", T.nn.Linear(2, 3)), ("act", T.nn.Tanh()), ("bn", T.nn.BatchNorm1d(3))])),
-    "modulelist": lambda T: T.nn.ModuleList([T.nn.Linear(2, 2) for _ in range(3)] +
-                                            [T.nn.ReLU(), T.nn.ReLU(), T.nn.Linear(2, 1)]),
+    "sequential-odict": lambda T: T.nn.Sequential(
+        OrderedDict([("fc", T.nn.Linear(2, 3)), ("act", T.nn.Tanh()), ("bn", T.nn.BatchNorm1d(3))])
+    ),
+    "modulelist": lambda T: T.nn.ModuleList(
+        [T.nn.Linear(2, 2) for _ in range(3)] + [T.nn.ReLU(), T.nn.ReLU(), T.nn.Linear(2, 1)]
+    ),
     "moduledict": lambda T: T.nn.ModuleDict({"b": T.nn.Linear(2, 2), "a": T.nn.GELU()}),
     "empty-modulelist": lambda T: T.nn.ModuleList(),
     "empty-sequential": lambda T: T.nn.Sequential(),
@@ -139,8 +175,10 @@ def _describe(m):
     return {
         "repr": repr(m),
         # _version: how many in-place writes the default initialisation made
-        "params": [(n, tuple(p.shape), _dt(p.dtype), p.requires_grad, p._version)
-                   for n, p in m.named_parameters()],
+        "params": [
+            (n, tuple(p.shape), _dt(p.dtype), p.requires_grad, p._version)
+            for n, p in m.named_parameters()
+        ],
         "buffers": [(n, tuple(b.shape), _dt(b.dtype), b._version) for n, b in m.named_buffers()],
         "state_dict": [(k, tuple(v.shape), _dt(v.dtype)) for k, v in m.state_dict().items()],
         "modules": [(n, type(c).__name__) for n, c in m.named_modules()],
@@ -157,20 +195,73 @@ def test_layer_structure_matches_torch(name):
 
 
 @needs_torch
-@pytest.mark.parametrize("name", ["linear", "bilinear", "conv2d", "embedding-pad", "layernorm",
-                                  "batchnorm1d", "dropout", "softplus", "ce-opts", "maxpool2d",
-                                  "avgpool2d", "flatten-opts", "gelu-tanh", "conv2d-same-reflect"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "linear",
+        "bilinear",
+        "conv2d",
+        "embedding-pad",
+        "layernorm",
+        "batchnorm1d",
+        "dropout",
+        "softplus",
+        "ce-opts",
+        "maxpool2d",
+        "avgpool2d",
+        "flatten-opts",
+        "gelu-tanh",
+        "conv2d-same-reflect",
+    ],
+)
 def test_layer_public_attributes_match_torch(name):
     tm, nm = LAYERS[name](_torch_ns()), LAYERS[name](NB)
-    for attr in ("in_features", "out_features", "in1_features", "in2_features", "in_channels",
-                 "out_channels", "kernel_size", "stride", "padding", "dilation", "groups",
-                 "padding_mode", "output_padding", "transposed", "_reversed_padding_repeated_twice",
-                 "num_embeddings", "embedding_dim", "padding_idx", "max_norm", "norm_type",
-                 "scale_grad_by_freq", "sparse", "normalized_shape", "eps", "elementwise_affine",
-                 "num_features", "momentum", "affine", "track_running_stats", "p", "inplace",
-                 "beta", "threshold", "reduction", "ignore_index", "label_smoothing", "ceil_mode",
-                 "return_indices", "count_include_pad", "divisor_override", "start_dim",
-                 "end_dim", "approximate", "training"):
+    for attr in (
+        "in_features",
+        "out_features",
+        "in1_features",
+        "in2_features",
+        "in_channels",
+        "out_channels",
+        "kernel_size",
+        "stride",
+        "padding",
+        "dilation",
+        "groups",
+        "padding_mode",
+        "output_padding",
+        "transposed",
+        "_reversed_padding_repeated_twice",
+        "num_embeddings",
+        "embedding_dim",
+        "padding_idx",
+        "max_norm",
+        "norm_type",
+        "scale_grad_by_freq",
+        "sparse",
+        "normalized_shape",
+        "eps",
+        "elementwise_affine",
+        "num_features",
+        "momentum",
+        "affine",
+        "track_running_stats",
+        "p",
+        "inplace",
+        "beta",
+        "threshold",
+        "reduction",
+        "ignore_index",
+        "label_smoothing",
+        "ceil_mode",
+        "return_indices",
+        "count_include_pad",
+        "divisor_override",
+        "start_dim",
+        "end_dim",
+        "approximate",
+        "training",
+    ):
         if hasattr(tm, attr):
             tv = getattr(tm, attr)
             nv = getattr(nm, attr)
@@ -180,12 +271,19 @@ def test_layer_public_attributes_match_torch(name):
 
 
 def _cnn(T, odict=False):
-    layers = [("conv1", T.nn.Conv2d(1, 4, 3, padding=1)), ("bn1", T.nn.BatchNorm2d(4)),
-              ("relu1", T.nn.ReLU()), ("pool", T.nn.MaxPool2d(2)),
-              ("conv2", T.nn.Conv2d(4, 8, 3)), ("relu2", T.nn.ReLU()),
-              ("avg", T.nn.AvgPool2d(2)), ("flat", T.nn.Flatten()),
-              ("drop", T.nn.Dropout(0.25)), ("fc", T.nn.Linear(8, 10)),
-              ("out", T.nn.LogSoftmax(dim=1))]
+    layers = [
+        ("conv1", T.nn.Conv2d(1, 4, 3, padding=1)),
+        ("bn1", T.nn.BatchNorm2d(4)),
+        ("relu1", T.nn.ReLU()),
+        ("pool", T.nn.MaxPool2d(2)),
+        ("conv2", T.nn.Conv2d(4, 8, 3)),
+        ("relu2", T.nn.ReLU()),
+        ("avg", T.nn.AvgPool2d(2)),
+        ("flat", T.nn.Flatten()),
+        ("drop", T.nn.Dropout(0.25)),
+        ("fc", T.nn.Linear(8, 10)),
+        ("out", T.nn.LogSoftmax(dim=1)),
+    ]
     if odict:
         return T.nn.Sequential(OrderedDict(layers))
     return T.nn.Sequential(*[m for _, m in layers])
@@ -206,6 +304,7 @@ def test_sequential_cnn_repr_and_state_dict_keys_match_torch(odict):
 
 
 # -- containers -----------------------------------------------------------------------------
+
 
 def test_sequential_indexing_slicing_len_append():
     a, b, c = nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1)
@@ -263,6 +362,7 @@ def test_modulelist_and_moduledict():
 
 # -- state dicts --------------------------------------------------------------------------------
 
+
 @needs_torch
 def test_load_state_dict_reports_match_torch():
     reports = []
@@ -280,8 +380,9 @@ def test_load_state_dict_reports_match_torch():
         with pytest.raises(RuntimeError) as e2:
             m.load_state_dict(sd)
         ok = m.load_state_dict(m.state_dict())
-        reports.append((rep, str(e1.value), str(e2.value), repr(ok), ok.missing_keys,
-                        ok.unexpected_keys))
+        reports.append(
+            (rep, str(e1.value), str(e2.value), repr(ok), ok.missing_keys, ok.unexpected_keys)
+        )
     assert reports[0] == reports[1]
     assert reports[0][0] == [["0.bias"], ["extra.weight"]]
 
@@ -314,6 +415,7 @@ def test_state_dict_detaches_and_keep_vars():
 
 # -- train / eval / zero_grad -------------------------------------------------------------
 
+
 def test_train_eval_propagate():
     m = _cnn(NB)
     assert all(c.training for c in m.modules())
@@ -341,6 +443,7 @@ def test_zero_grad_and_requires_grad_():
 
 
 # -- default initialisation -------------------------------------------------------------------
+
 
 def test_default_init_bounds_and_values():
     nbgrad.manual_seed(0)
@@ -374,8 +477,9 @@ def test_default_init_reproducible_with_manual_seed():
     nbgrad.manual_seed(123)
     b = _cnn(NB)
     c = _cnn(NB)
-    for (k, va), vb, vc in zip(a.state_dict().items(), b.state_dict().values(),
-                               c.state_dict().values()):
+    for (k, va), vb, vc in zip(
+        a.state_dict().items(), b.state_dict().values(), c.state_dict().values()
+    ):
         np.testing.assert_array_equal(_np(va), _np(vb))
         if k.endswith("weight") and k.startswith(("0", "4", "9")):
             assert not np.array_equal(_np(va), _np(vc))
@@ -393,8 +497,9 @@ def test_embedding_from_pretrained():
 
 def _sorted_sets(msg):
     # set reprs inside messages print in hash order; compare their elements sorted
-    return re.sub(r"\{([^{}]*)\}", lambda m: "{" + ", ".join(sorted(m.group(1).split(", "))) + "}",
-                  msg)
+    return re.sub(
+        r"\{([^{}]*)\}", lambda m: "{" + ", ".join(sorted(m.group(1).split(", "))) + "}", msg
+    )
 
 
 @needs_torch
@@ -419,6 +524,7 @@ def test_constructor_errors_match_torch():
 
 
 # -- nn.init --------------------------------------------------------------------------------
+
 
 def _big(*shape):
     return nbgrad.empty(*shape, requires_grad=True)
@@ -447,7 +553,7 @@ def test_init_uniform_normal_constant_statistics():
 
 def test_init_xavier_kaiming_statistics():
     nbgrad.manual_seed(1)
-    t = _big(256, 128, 3)           # fan_in 384, fan_out 768
+    t = _big(256, 128, 3)  # fan_in 384, fan_out 768
     fan_in, fan_out = 128 * 3, 256 * 3
     assert init._calculate_fan_in_and_fan_out(t) == (fan_in, fan_out)
     init.xavier_uniform_(t, gain=2.0)
@@ -484,10 +590,11 @@ def test_init_trunc_normal_orthogonal_eye_dirac():
     cdf = lambda x: 0.5 * (1 + math.erf(x / math.sqrt(2)))  # noqa: E731
     z = cdf(beta) - cdf(alpha)
     mean = 0.5 + 2.0 * (pdf(alpha) - pdf(beta)) / z
-    var = 4.0 * (1 + (alpha * pdf(alpha) - beta * pdf(beta)) / z
-                 - ((pdf(alpha) - pdf(beta)) / z) ** 2)
+    var = 4.0 * (
+        1 + (alpha * pdf(alpha) - beta * pdf(beta)) / z - ((pdf(alpha) - pdf(beta)) / z) ** 2
+    )
     assert abs(a.mean() - mean) < 0.02 and abs(a.std() - math.sqrt(var)) < 0.02
-    init.trunc_normal_(t, a=2.5, b=3.0)            # the narrow-window branch
+    init.trunc_normal_(t, a=2.5, b=3.0)  # the narrow-window branch
     a = _np(t)
     assert a.min() >= 2.5 and a.max() <= 3.0 and a.mean() < 2.75
     q = _big(6, 10)
@@ -515,6 +622,7 @@ def test_init_trunc_normal_orthogonal_eye_dirac():
 
 def test_init_generator_and_manual_seed_reproducibility():
     from nbgrad.random import Generator
+
     nbgrad.manual_seed(7)
     a = init.kaiming_uniform_(_big(5, 4)).detach().numpy().copy()
     nbgrad.manual_seed(7)
@@ -522,26 +630,37 @@ def test_init_generator_and_manual_seed_reproducibility():
     np.testing.assert_array_equal(a, b)
     nbgrad.manual_seed(7)
     g1 = init.normal_(_big(3, 3), generator=Generator(5)).detach().numpy().copy()
-    c = _np(init.kaiming_uniform_(_big(5, 4)))     # the default stream was not advanced by g1
+    c = _np(init.kaiming_uniform_(_big(5, 4)))  # the default stream was not advanced by g1
     np.testing.assert_array_equal(a, c)
     g2 = init.normal_(_big(3, 3), generator=Generator(5)).detach().numpy()
     np.testing.assert_array_equal(g1, g2)
     g = Generator(9)
-    x = _np(init.uniform_(_big(4), 0, 1, g)).copy()     # generator passed positionally, as torch
+    x = _np(init.uniform_(_big(4), 0, 1, g)).copy()  # generator passed positionally, as torch
     y = init.uniform_(_big(4), 0, 1, g).detach().numpy()
     assert not np.array_equal(x, y)
 
 
 def test_init_deprecated_aliases_warn():
-    with pytest.warns(FutureWarning, match="`nn.init.normal` is now deprecated in favor of "
-                                           "`nn.init.normal_`"):
+    with pytest.warns(
+        FutureWarning, match="`nn.init.normal` is now deprecated in favor of `nn.init.normal_`"
+    ):
         init.normal(_big(2, 2))
 
 
 @needs_torch
 def test_calculate_gain_and_fans_match_torch():
-    for args in [("linear",), ("conv2d",), ("sigmoid",), ("tanh",), ("relu",), ("leaky_relu",),
-                 ("leaky_relu", 0.2), ("leaky_relu", 3), ("selu",), ("conv_transpose3d",)]:
+    for args in [
+        ("linear",),
+        ("conv2d",),
+        ("sigmoid",),
+        ("tanh",),
+        ("relu",),
+        ("leaky_relu",),
+        ("leaky_relu", 0.2),
+        ("leaky_relu", 3),
+        ("selu",),
+        ("conv_transpose3d",),
+    ]:
         assert init.calculate_gain(*args) == torch.nn.init.calculate_gain(*args)
     for args in [("leaky_relu", True), ("leaky_relu", "x"), ("softsign",)]:
         with pytest.raises(ValueError) as e:
@@ -550,8 +669,9 @@ def test_calculate_gain_and_fans_match_torch():
             torch.nn.init.calculate_gain(*args)
         assert str(e.value) == str(te.value)
     for shape in [(3, 4), (5, 2, 3), (6, 4, 3, 2)]:
-        assert init._calculate_fan_in_and_fan_out(nbgrad.empty(*shape)) == \
-            torch.nn.init._calculate_fan_in_and_fan_out(torch.empty(*shape))
+        assert init._calculate_fan_in_and_fan_out(
+            nbgrad.empty(*shape)
+        ) == torch.nn.init._calculate_fan_in_and_fan_out(torch.empty(*shape))
 
 
 @needs_torch
@@ -565,6 +685,7 @@ def test_dirac_and_eye_match_torch():
 
 # -- nn.utils -------------------------------------------------------------------------------
 
+
 def _grads_pair(seed=0, nonfinite=False):
     rng = np.random.default_rng(seed)
     shapes = [(3, 4), (4,), (2, 2, 2)]
@@ -575,7 +696,7 @@ def _grads_pair(seed=0, nonfinite=False):
     nb = [nbgrad.nn.Parameter(nbgrad.tensor(a)) for a in arrays]
     for p, g in zip(nb, grads):
         p.grad = nbgrad.tensor(g)
-    nb.append(nbgrad.nn.Parameter(nbgrad.zeros(2)))      # no grad: skipped
+    nb.append(nbgrad.nn.Parameter(nbgrad.zeros(2)))  # no grad: skipped
     tp = None
     if HAS_TORCH:
         tp = [torch.nn.Parameter(torch.tensor(a)) for a in arrays]
@@ -598,7 +719,7 @@ def test_clip_grad_norm_matches_torch(norm_type, max_norm):
     np.testing.assert_allclose(total.item(), ttotal.item(), rtol=1e-6)
     for p, q, v in zip(nb, tp, versions):
         np.testing.assert_allclose(_np(p.grad), _np(q.grad), rtol=1e-6, atol=1e-7)
-        assert p.grad._version == v + 1          # scaled in place
+        assert p.grad._version == v + 1  # scaled in place
     assert nb[3].grad is None
 
 
@@ -648,11 +769,10 @@ def test_parameters_to_vector_roundtrip_matches_torch():
     tvec = torch.nn.utils.parameters_to_vector(t_model.parameters())
     assert tuple(vec.shape) == (26,)
     np.testing.assert_array_equal(_np(vec), _np(tvec))
-    assert vec.requires_grad and vec.grad_fn is not None      # differentiable, like torch
+    assert vec.requires_grad and vec.grad_fn is not None  # differentiable, like torch
     new = nbgrad.arange(26, dtype=nbgrad.float32)
     nn_utils.vector_to_parameters(new, nb_model.parameters())
-    torch.nn.utils.vector_to_parameters(torch.arange(26, dtype=torch.float32),
-                                        t_model.parameters())
+    torch.nn.utils.vector_to_parameters(torch.arange(26, dtype=torch.float32), t_model.parameters())
     for p, q in zip(nb_model.parameters(), t_model.parameters()):
         np.testing.assert_array_equal(_np(p), _np(q))
         assert p.requires_grad
@@ -699,8 +819,7 @@ def _check_forward_backward(nm, tm, inputs, grad_inputs=True, seed=0):
         tg = tparams[n].grad
         assert (p.grad is None) == (tg is None), n
         if tg is not None:
-            np.testing.assert_allclose(_np(p.grad), _np(tg), rtol=RTOL, atol=ATOL,
-                                       err_msg=n)
+            np.testing.assert_allclose(_np(p.grad), _np(tg), rtol=RTOL, atol=ATOL, err_msg=n)
     return out, tout
 
 
@@ -790,10 +909,16 @@ def test_embedding_matches_torch(layer):
 
 @needs_F
 @needs_torch
-@pytest.mark.parametrize("layer,shape", [("batchnorm1d", (6, 3)), ("batchnorm1d", (6, 3, 4)),
-                                         ("batchnorm2d-noaffine", (3, 4, 5, 2)),
-                                         ("batchnorm2d-notrack", (3, 4, 2, 2)),
-                                         ("batchnorm1d-nobias", (5, 3))])
+@pytest.mark.parametrize(
+    "layer,shape",
+    [
+        ("batchnorm1d", (6, 3)),
+        ("batchnorm1d", (6, 3, 4)),
+        ("batchnorm2d-noaffine", (3, 4, 5, 2)),
+        ("batchnorm2d-notrack", (3, 4, 2, 2)),
+        ("batchnorm1d-nobias", (5, 3)),
+    ],
+)
 def test_batchnorm_train_and_eval_match_torch(layer, shape):
     nm, tm = _pair_layers(LAYERS[layer])
     for step in range(3):
@@ -809,8 +934,7 @@ def test_batchnorm_train_and_eval_match_torch(layer, shape):
         # eval normalises with the running statistics: a constant batch is not zeroed
         a = np.ones(shape, np.float32)
         out = nm(nbgrad.tensor(a)).detach().numpy()
-        np.testing.assert_allclose(out, tm(torch.tensor(a)).detach().numpy(), rtol=RTOL,
-                                   atol=ATOL)
+        np.testing.assert_allclose(out, tm(torch.tensor(a)).detach().numpy(), rtol=RTOL, atol=ATOL)
         assert np.abs(out).max() > 1e-3
     with pytest.raises(ValueError) as e:
         nm(nbgrad.zeros(2))
@@ -826,10 +950,8 @@ def test_batchnorm_cumulative_average_momentum_none():
     nm, tm = _pair_layers(make)
     for step in range(4):
         _check_forward_backward(nm, tm, [_randn(5, 3, seed=step)], seed=step)
-    np.testing.assert_allclose(_np(nm.running_mean), _np(tm.running_mean), rtol=RTOL,
-                               atol=ATOL)
-    np.testing.assert_allclose(_np(nm.running_var), _np(tm.running_var), rtol=RTOL,
-                               atol=ATOL)
+    np.testing.assert_allclose(_np(nm.running_mean), _np(tm.running_mean), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(_np(nm.running_var), _np(tm.running_var), rtol=RTOL, atol=ATOL)
 
 
 @needs_F
@@ -853,44 +975,71 @@ def test_dropout_train_and_eval():
 def _loss_inputs(name):
     rng = np.random.default_rng(0)
     if name in ("mse", "l1-sum"):
-        return [rng.standard_normal((4, 3)).astype(np.float32),
-                rng.standard_normal((4, 3)).astype(np.float32)]
+        return [
+            rng.standard_normal((4, 3)).astype(np.float32),
+            rng.standard_normal((4, 3)).astype(np.float32),
+        ]
     if name in ("ce", "ce-opts"):
-        return [rng.standard_normal((5, 3)).astype(np.float32),
-                np.array([0, 2, 1, 1, 2], dtype=np.int64)]
+        return [
+            rng.standard_normal((5, 3)).astype(np.float32),
+            np.array([0, 2, 1, 1, 2], dtype=np.int64),
+        ]
     if name == "ce-probs":
         p = rng.random((5, 3)).astype(np.float32)
         return [rng.standard_normal((5, 3)).astype(np.float32), p / p.sum(1, keepdims=True)]
     if name == "nll":
         x = rng.standard_normal((5, 3)).astype(np.float32)
-        return [x - np.log(np.exp(x).sum(1, keepdims=True)),
-                np.array([0, 2, 1, 1, 2], dtype=np.int64)]
+        return [
+            x - np.log(np.exp(x).sum(1, keepdims=True)),
+            np.array([0, 2, 1, 1, 2], dtype=np.int64),
+        ]
     if name == "bce":
-        return [rng.uniform(0.05, 0.95, (4, 2)).astype(np.float32),
-                rng.integers(0, 2, (4, 2)).astype(np.float32)]
+        return [
+            rng.uniform(0.05, 0.95, (4, 2)).astype(np.float32),
+            rng.integers(0, 2, (4, 2)).astype(np.float32),
+        ]
     if name == "bce-logits":
-        return [rng.standard_normal((4, 2)).astype(np.float32),
-                rng.integers(0, 2, (4, 2)).astype(np.float32)]
+        return [
+            rng.standard_normal((4, 2)).astype(np.float32),
+            rng.integers(0, 2, (4, 2)).astype(np.float32),
+        ]
     raise KeyError(name)
 
 
-LOSS_LAYERS = dict(LAYERS, **{
-    "ce-probs": lambda T: T.nn.CrossEntropyLoss(reduction="sum", label_smoothing=0.2),
-    "ce-weighted": lambda T: T.nn.CrossEntropyLoss(weight=T.tensor([0.2, 1.0, 3.0])),
-    "nll-weighted-ignore": lambda T: T.nn.NLLLoss(weight=T.tensor([0.2, 1.0, 3.0]),
-                                                  ignore_index=2),
-    "bce-logits-posw": lambda T: T.nn.BCEWithLogitsLoss(weight=T.tensor([1.0, 0.5]),
-                                                        pos_weight=T.tensor([2.0, 0.3]),
-                                                        reduction="none"),
-})
+LOSS_LAYERS = dict(
+    LAYERS,
+    **{
+        "ce-probs": lambda T: T.nn.CrossEntropyLoss(reduction="sum", label_smoothing=0.2),
+        "ce-weighted": lambda T: T.nn.CrossEntropyLoss(weight=T.tensor([0.2, 1.0, 3.0])),
+        "nll-weighted-ignore": lambda T: T.nn.NLLLoss(
+            weight=T.tensor([0.2, 1.0, 3.0]), ignore_index=2
+        ),
+        "bce-logits-posw": lambda T: T.nn.BCEWithLogitsLoss(
+            weight=T.tensor([1.0, 0.5]), pos_weight=T.tensor([2.0, 0.3]), reduction="none"
+        ),
+    },
+)
 LOSS_INPUTS = {"ce-weighted": "ce", "nll-weighted-ignore": "nll", "bce-logits-posw": "bce-logits"}
 
 
 @needs_F
 @needs_torch
-@pytest.mark.parametrize("name", ["mse", "l1-sum", "ce", "ce-opts", "ce-probs", "ce-weighted",
-                                  "nll", "nll-weighted-ignore", "bce", "bce-logits",
-                                  "bce-logits-posw"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "mse",
+        "l1-sum",
+        "ce",
+        "ce-opts",
+        "ce-probs",
+        "ce-weighted",
+        "nll",
+        "nll-weighted-ignore",
+        "bce",
+        "bce-logits",
+        "bce-logits-posw",
+    ],
+)
 def test_losses_match_torch(name):
     nm, tm = _pair_layers(LOSS_LAYERS[name])
     inputs = _loss_inputs(LOSS_INPUTS.get(name, name))
@@ -909,7 +1058,7 @@ def test_losses_match_torch(name):
 @pytest.mark.parametrize("training", [True, False])
 def test_sequential_cnn_forward_backward_matches_torch(training):
     nm, tm = _pair_layers(_cnn)
-    nm[8].p = tm[8].p = 0.0                # dropout off so both runs are deterministic
+    nm[8].p = tm[8].p = 0.0  # dropout off so both runs are deterministic
     nm.train(training)
     tm.train(training)
     x = _randn(3, 1, 10, 10)
@@ -925,8 +1074,9 @@ def test_sequential_cnn_forward_backward_matches_torch(training):
     np.testing.assert_allclose(_np(nb_x.grad), _np(t_x.grad), rtol=RTOL, atol=ATOL)
     tparams = dict(tm.named_parameters())
     for n, p in nm.named_parameters():
-        np.testing.assert_allclose(_np(p.grad), _np(tparams[n].grad), rtol=1e-3,
-                                   atol=1e-5, err_msg=n)
+        np.testing.assert_allclose(
+            _np(p.grad), _np(tparams[n].grad), rtol=1e-3, atol=1e-5, err_msg=n
+        )
     for (k, v), tv in zip(nm.state_dict().items(), tm.state_dict().values()):
         np.testing.assert_allclose(_np(v), _np(tv), rtol=RTOL, atol=ATOL, err_msg=k)
     # one clipped SGD step keeps both models equal

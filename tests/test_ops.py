@@ -1,15 +1,15 @@
 """Table-driven op tests: values vs numpy, gradients vs float64 finite differences (directional
 for every sample, full Jacobian on the smallest), second derivatives, and torch as oracle."""
+
 import numpy as np
 import pytest
+from conftest import needs_torch, torch
 
 import nbgrad
 from nbgrad.ops.registry import REGISTRY
 from nbgrad.testing import op_db
 from nbgrad.testing.numeric import directional_check, full_jacobian_check
 from nbgrad.testing.op_db import OP_DB, arrays_of, materialize
-
-from conftest import needs_torch, torch
 
 CASES = [(info, i, s) for info in OP_DB for i, s in enumerate(info.samples)]
 GRAD = [c for c in CASES if c[0].grad]
@@ -36,8 +36,12 @@ def test_forward_matches_numpy(case, dtype):
     info, _, sample = case
     _, args = materialize(nbgrad, sample, dtype, False)
     got = _outs(info.fn(nbgrad, *args))
-    ref = info.ref(*[a.astype(getattr(np, dtype)) if isinstance(a, np.ndarray) and a.dtype.kind
-                     == "f" else a for a in arrays_of(sample)])
+    ref = info.ref(
+        *[
+            a.astype(getattr(np, dtype)) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a
+            for a in arrays_of(sample)
+        ]
+    )
     refs = list(ref) if isinstance(ref, tuple) else [ref]
     assert len(got) == len(refs)
     tol = dict(rtol=1e-5, atol=1e-5) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
@@ -67,8 +71,9 @@ for _c in GRAD:
     SMALLEST.setdefault(id(_c[0]), _c)
 
 
-@pytest.mark.parametrize("case", list(SMALLEST.values()),
-                         ids=[case_id(c) for c in SMALLEST.values()])
+@pytest.mark.parametrize(
+    "case", list(SMALLEST.values()), ids=[case_id(c) for c in SMALLEST.values()]
+)
 def test_grad_full_jacobian(case):
     info, _, sample = case
     leaves, args = materialize(nbgrad, sample, "float64", True)
@@ -94,6 +99,7 @@ def test_second_derivative_directional(case):
         total = sum(((o * o) * v).sum() for o, v in zip(outs, vs))  # squared: non-trivial 2nd order
         gs = nbgrad.autograd.grad(total, xs, create_graph=True, allow_unused=True)
         return tuple(g for g in gs if g is not None)
+
     tol = dict(rtol=1e-4, atol=1e-6)
     tol.update(info.grad_tol)
     ok, num, ana = directional_check(first, leaves, **tol)
@@ -104,6 +110,7 @@ def test_second_derivative_directional(case):
 def test_jvp_vjp_consistency(case):
     """<v, J u> from forward-mode AD equals <J^T v, u> from reverse mode (no numerics)."""
     import nbgrad.autograd.forward_ad as fwAD
+
     info, _, sample = case
     leaves, args = materialize(nbgrad, sample, "float64", True)
     fn = _diff_fn(info, sample, args)
@@ -115,13 +122,16 @@ def test_jvp_vjp_consistency(case):
         tangents = [fwAD.unpack_dual(o).tangent for o in outs]
     outs_r = [o for o in _outs(fn(*leaves)) if o.dtype.is_floating_point]
     vs = [nbgrad.tensor(rng.standard_normal(tuple(o.shape))) for o in outs_r]
-    forward = sum(float((t.numpy() * v.numpy()).sum()) for t, v in zip(tangents, vs)
-                  if t is not None)
+    forward = sum(
+        float((t.numpy() * v.numpy()).sum()) for t, v in zip(tangents, vs) if t is not None
+    )
     live = [(o, v) for o, v in zip(outs_r, vs) if o.requires_grad]
-    grads = nbgrad.autograd.grad([o for o, _ in live], leaves, [v for _, v in live],
-                                 allow_unused=True) if live else [None] * len(leaves)
-    reverse = sum(float((g.numpy() * u.numpy()).sum()) for g, u in zip(grads, us)
-                  if g is not None)
+    grads = (
+        nbgrad.autograd.grad([o for o, _ in live], leaves, [v for _, v in live], allow_unused=True)
+        if live
+        else [None] * len(leaves)
+    )
+    reverse = sum(float((g.numpy() * u.numpy()).sum()) for g, u in zip(grads, us) if g is not None)
     assert forward == pytest.approx(reverse, rel=1e-7, abs=1e-9)
 
 
@@ -130,6 +140,7 @@ def test_forward_over_reverse_matches_reverse_over_reverse(case):
     """H u from forward-mode AD through the backward graph (tangents through every backward
     formula, saved outputs included) equals the double-backward H u."""
     import nbgrad.autograd.forward_ad as fwAD
+
     info, _, sample = case
     leaves, args = materialize(nbgrad, sample, "float64", True)
     fn = _diff_fn(info, sample, args)
@@ -143,6 +154,7 @@ def test_forward_over_reverse_matches_reverse_over_reverse(case):
         if ws is None:
             ws = [nbgrad.tensor(rng.standard_normal(tuple(o.shape))) for o in outs]
         return sum(((o * o) * w).sum() for o, w in zip(outs, ws))
+
     gs = nbgrad.autograd.grad(scalar(*leaves), leaves, create_graph=True, allow_unused=True)
     live = [(g, u) for g, u in zip(gs, us) if g is not None and g.requires_grad]
     if not live:
@@ -170,11 +182,16 @@ def test_batched_grad_matches_rows(case):
         return
     rng = np.random.default_rng(7)
     vs = [nbgrad.tensor(rng.standard_normal((3,) + tuple(o.shape))) for o in outs]
-    got = nbgrad.autograd.grad(outs, leaves, vs, retain_graph=True, allow_unused=True,
-                               is_grads_batched=True)
+    got = nbgrad.autograd.grad(
+        outs, leaves, vs, retain_graph=True, allow_unused=True, is_grads_batched=True
+    )
     for k, (x, g) in enumerate(zip(leaves, got)):
-        rows = [nbgrad.autograd.grad(outs, leaves, [v[b] for v in vs], retain_graph=True,
-                                     allow_unused=True)[k] for b in range(3)]
+        rows = [
+            nbgrad.autograd.grad(
+                outs, leaves, [v[b] for v in vs], retain_graph=True, allow_unused=True
+            )[k]
+            for b in range(3)
+        ]
         if all(r is None for r in rows):
             assert g is None or not np.any(g.numpy())
             continue
@@ -204,10 +221,12 @@ def test_matches_torch(case):
         rng = np.random.default_rng(3)
         diff = [i for i, o in enumerate(t_out) if o.requires_grad]
         vs = [rng.standard_normal(tuple(t_out[i].shape)) for i in diff]
-        ng = nbgrad.autograd.grad([n_out[i] for i in diff], n_leaves,
-                                  [nbgrad.tensor(v) for v in vs], allow_unused=True)
-        tg = torch.autograd.grad([t_out[i] for i in diff], t_leaves,
-                                 [torch.tensor(v) for v in vs], allow_unused=True)
+        ng = nbgrad.autograd.grad(
+            [n_out[i] for i in diff], n_leaves, [nbgrad.tensor(v) for v in vs], allow_unused=True
+        )
+        tg = torch.autograd.grad(
+            [t_out[i] for i in diff], t_leaves, [torch.tensor(v) for v in vs], allow_unused=True
+        )
         for a, b in zip(ng, tg):
             if b is None:
                 assert a is None or not np.any(a.numpy())
@@ -224,7 +243,8 @@ def test_every_registry_op_has_an_op_db_entry():
 
 def test_every_differentiable_op_is_grad_tested():
     tested = {info.name for info in OP_DB if info.grad}
-    missing = {n for n, op in REGISTRY.items()
-               if op.differentiable and not n.startswith("elementwise.")} - tested
+    missing = {
+        n for n, op in REGISTRY.items() if op.differentiable and not n.startswith("elementwise.")
+    } - tested
     allowed = {"argmax", "argmin", "nonzero"}
     assert not (missing - allowed), sorted(missing - allowed)

@@ -6,6 +6,7 @@ tests stand alone: SGD / momentum / Nesterov on a 1-D quadratic (linear recurren
 matrix powers in float64), Adam / AdamW / RMSprop under a constant gradient, and the schedules'
 closed forms.
 """
+
 import copy
 import importlib
 import math
@@ -17,8 +18,7 @@ from conftest import needs_torch, torch
 
 import nbgrad
 from nbgrad import optim, serialization
-from nbgrad.optim import _functional
-from nbgrad.optim import lr_scheduler
+from nbgrad.optim import _functional, lr_scheduler
 
 RTOL, ATOL = 1e-5, 1e-6
 STEPS = 20
@@ -33,6 +33,7 @@ def binding(request, monkeypatch):
 
 # ------------------------------------------------------------------------------------------
 # a small MLP-like problem, identical in both libraries
+
 
 def _init_arrays(seed=0, dtype=np.float32):
     rng = np.random.default_rng(seed)
@@ -134,16 +135,19 @@ def test_trajectory_matches_torch(name, kwargs, binding):
 
 
 @needs_torch
-@pytest.mark.parametrize("name,kwargs,tol", [
-    ("SGD", dict(lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.01), (2e-6, 1e-7)),
-    ("Adam", dict(lr=0.01, amsgrad=True, weight_decay=0.01), (2e-6, 1e-7)),
-    ("AdamW", dict(lr=0.01), (2e-6, 1e-7)),
-    ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True), (2e-6, 1e-7)),
-    # centered with a small alpha: sqrt(E[g^2] - E[g]^2) cancels badly, so the last-ulp
-    # differences between the two libraries' autograd are amplified; with the same gradients
-    # the update maths (lerp weight 1 - alpha >= 0.5 branch) still agrees to float32 tolerance
-    ("RMSprop", dict(lr=0.005, alpha=0.3, centered=True), (RTOL, ATOL)),
-])
+@pytest.mark.parametrize(
+    "name,kwargs,tol",
+    [
+        ("SGD", dict(lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.01), (2e-6, 1e-7)),
+        ("Adam", dict(lr=0.01, amsgrad=True, weight_decay=0.01), (2e-6, 1e-7)),
+        ("AdamW", dict(lr=0.01), (2e-6, 1e-7)),
+        ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True), (2e-6, 1e-7)),
+        # centered with a small alpha: sqrt(E[g^2] - E[g]^2) cancels badly, so the last-ulp
+        # differences between the two libraries' autograd are amplified; with the same gradients
+        # the update maths (lerp weight 1 - alpha >= 0.5 branch) still agrees to float32 tolerance
+        ("RMSprop", dict(lr=0.005, alpha=0.3, centered=True), (RTOL, ATOL)),
+    ],
+)
 def test_same_gradients_tight(name, kwargs, tol, binding):
     """Feed torch exactly nbgrad's gradients: only the update maths differs, so the parameters
     agree to a few float32 ulps after 20 steps."""
@@ -165,12 +169,15 @@ def test_same_gradients_tight(name, kwargs, tol, binding):
 
 
 @needs_torch
-@pytest.mark.parametrize("name,kwargs", [
-    ("SGD", dict(lr=0.05, momentum=0.9, weight_decay=0.01)),
-    ("Adam", dict(lr=0.01, amsgrad=True)),
-    ("AdamW", dict(lr=0.01)),
-    ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True)),
-])
+@pytest.mark.parametrize(
+    "name,kwargs",
+    [
+        ("SGD", dict(lr=0.05, momentum=0.9, weight_decay=0.01)),
+        ("Adam", dict(lr=0.01, amsgrad=True)),
+        ("AdamW", dict(lr=0.01)),
+        ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True)),
+    ],
+)
 def test_float64_matches_torch(name, kwargs, binding):
     nbgrad.set_default_dtype(nbgrad.float64)
     torch_default = torch.get_default_dtype()
@@ -197,12 +204,15 @@ def _manual_steps(lib, opt, params, grads):
 
 
 @needs_torch
-@pytest.mark.parametrize("name,kwargs", [
-    ("SGD", dict(lr=0.1, momentum=0.9, weight_decay=0.1)),
-    ("Adam", dict(lr=0.05, amsgrad=True, weight_decay=0.1)),
-    ("AdamW", dict(lr=0.05)),
-    ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True)),
-])
+@pytest.mark.parametrize(
+    "name,kwargs",
+    [
+        ("SGD", dict(lr=0.1, momentum=0.9, weight_decay=0.1)),
+        ("Adam", dict(lr=0.05, amsgrad=True, weight_decay=0.1)),
+        ("AdamW", dict(lr=0.05)),
+        ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True)),
+    ],
+)
 def test_noncontiguous_float16_complex_match_torch(name, kwargs, binding):
     rng = np.random.default_rng(3)
     base = rng.standard_normal((4, 3)).astype(np.float32)
@@ -227,8 +237,9 @@ def test_noncontiguous_float16_complex_match_torch(name, kwargs, binding):
     th_opt = getattr(torch.optim, name)(th_c, **kwargs)
     _manual_steps(nbgrad, nb_opt, nb_c, cgrads)
     _manual_steps(torch, th_opt, th_c, cgrads)
-    np.testing.assert_allclose(nb_c[0].detach().numpy(), th_c[0].detach().numpy(), rtol=RTOL,
-                               atol=ATOL)
+    np.testing.assert_allclose(
+        nb_c[0].detach().numpy(), th_c[0].detach().numpy(), rtol=RTOL, atol=ATOL
+    )
 
     # float16 (numpy binding; values rounded to half after every op)
     hbase = base.astype(np.float16)
@@ -240,8 +251,12 @@ def test_noncontiguous_float16_complex_match_torch(name, kwargs, binding):
     _manual_steps(nbgrad, nb_opt, nb_h, hgrads)
     _manual_steps(torch, th_opt, th_h, hgrads)
     assert nb_h[0].dtype == nbgrad.float16
-    np.testing.assert_allclose(nb_h[0].detach().numpy().astype(np.float32),
-                               th_h[0].detach().numpy().astype(np.float32), rtol=1e-2, atol=2e-3)
+    np.testing.assert_allclose(
+        nb_h[0].detach().numpy().astype(np.float32),
+        th_h[0].detach().numpy().astype(np.float32),
+        rtol=1e-2,
+        atol=2e-3,
+    )
 
 
 def test_kernels_and_numpy_bindings_agree(monkeypatch):
@@ -258,6 +273,7 @@ def test_kernels_and_numpy_bindings_agree(monkeypatch):
 
 # ------------------------------------------------------------------------------------------
 # closed forms (no oracle needed)
+
 
 def _quadratic_run(opt_factory, a, x0, steps):
     """f(x) = a/2 x^2, gradient by nbgrad autograd; returns x after each step."""
@@ -292,7 +308,7 @@ def test_sgd_weight_decay_closed_form(binding):
 
 
 def test_sgd_maximize_closed_form(binding):
-    a, lr, x0 = -1.0, 0.1, 1.5   # maximizing -x^2/2 drives x to 0
+    a, lr, x0 = -1.0, 0.1, 1.5  # maximizing -x^2/2 drives x to 0
     got = _quadratic_run(lambda p: optim.SGD(p, lr=lr, maximize=True), a, x0, STEPS)
     want = x0 * (1 + lr * a) ** np.arange(1, STEPS + 1)
     np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
@@ -312,8 +328,11 @@ def test_sgd_dampening_closed_form(binding):
     got = _quadratic_run(lambda p: optim.SGD(p, lr=lr, momentum=mu, dampening=d), a, x0, STEPS)
     b1 = a * x0
     x1 = x0 - lr * b1
-    want = [x1] + list(_linear_recurrence([[1 - lr * (1 - d) * a, -lr * mu],
-                                           [(1 - d) * a, mu]], [x1, b1], STEPS - 1))
+    want = [x1] + list(
+        _linear_recurrence(
+            [[1 - lr * (1 - d) * a, -lr * mu], [(1 - d) * a, mu]], [x1, b1], STEPS - 1
+        )
+    )
     np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
 
 
@@ -343,8 +362,9 @@ def test_adam_constant_gradient_closed_form(binding, amsgrad):
     x0 = np.array([1.0, 2.0, -1.0], dtype=np.float32)
     lr, eps = 0.01, 1e-8
     x = nbgrad.tensor(x0.copy(), requires_grad=True)
-    got = _constant_grad_run(optim.Adam([x], lr=lr, eps=eps, amsgrad=amsgrad), x,
-                             nbgrad.tensor(c), STEPS)
+    got = _constant_grad_run(
+        optim.Adam([x], lr=lr, eps=eps, amsgrad=amsgrad), x, nbgrad.tensor(c), STEPS
+    )
     t = np.arange(1, STEPS + 1)[:, None]
     want = x0 - t * lr * c / (np.abs(c) + eps)
     np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
@@ -360,7 +380,7 @@ def test_adamw_constant_gradient_closed_form(binding):
     q = 1 - lr * wd
     s = c / (np.abs(c) + 1e-8)
     t = np.arange(1, STEPS + 1)[:, None]
-    want = q ** t * x0 - lr * s * (1 - q ** t) / (1 - q)
+    want = q**t * x0 - lr * s * (1 - q**t) / (1 - q)
     np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
 
 
@@ -370,10 +390,11 @@ def test_rmsprop_constant_gradient_closed_form(binding):
     x0 = np.array([1.0, 2.0], dtype=np.float32)
     lr, alpha, eps = 0.01, 0.9, 1e-8
     x = nbgrad.tensor(x0.copy(), requires_grad=True)
-    got = _constant_grad_run(optim.RMSprop([x], lr=lr, alpha=alpha, eps=eps), x,
-                             nbgrad.tensor(c), STEPS)
+    got = _constant_grad_run(
+        optim.RMSprop([x], lr=lr, alpha=alpha, eps=eps), x, nbgrad.tensor(c), STEPS
+    )
     k = np.arange(1, STEPS + 1)[:, None]
-    steps = lr * c / (np.abs(c) * np.sqrt(1 - alpha ** k) + eps)
+    steps = lr * c / (np.abs(c) * np.sqrt(1 - alpha**k) + eps)
     want = x0 - np.cumsum(steps, axis=0)
     np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
 
@@ -384,7 +405,7 @@ def test_param_groups_different_lr_closed_form(binding):
     y = nbgrad.tensor([x0], requires_grad=True)
     opt = optim.SGD([{"params": [x]}, {"params": [y], "lr": 0.01}], lr=0.1)
     assert [g["lr"] for g in opt.param_groups] == [0.1, 0.01]
-    assert opt.param_groups[1]["momentum"] == 0          # defaults fill the group
+    assert opt.param_groups[1]["momentum"] == 0  # defaults fill the group
     for _ in range(STEPS):
         opt.zero_grad()
         (0.5 * a * (x * x + y * y)).sum().backward()
@@ -422,12 +443,16 @@ def test_param_groups_different_lr_match_torch(name):
 # ------------------------------------------------------------------------------------------
 # state dicts
 
-@pytest.mark.parametrize("name,kwargs", [
-    ("SGD", dict(lr=0.05, momentum=0.9, nesterov=True)),
-    ("Adam", dict(lr=0.01, amsgrad=True)),
-    ("AdamW", dict(lr=0.01, weight_decay=0.1)),
-    ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True)),
-])
+
+@pytest.mark.parametrize(
+    "name,kwargs",
+    [
+        ("SGD", dict(lr=0.05, momentum=0.9, nesterov=True)),
+        ("Adam", dict(lr=0.01, amsgrad=True)),
+        ("AdamW", dict(lr=0.01, weight_decay=0.1)),
+        ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True)),
+    ],
+)
 @pytest.mark.parametrize("via", ["deepcopy", "file"])
 def test_state_dict_round_trip(name, kwargs, via, tmp_path):
     arrs = _init_arrays(6)
@@ -455,8 +480,9 @@ def test_state_dict_round_trip(name, kwargs, via, tmp_path):
     assert sd1["param_groups"] == sd2["param_groups"]
     for k in sd1["state"]:
         for key in sd1["state"][k]:
-            np.testing.assert_array_equal(sd1["state"][k][key].numpy(),
-                                          sd2["state"][k][key].numpy())
+            np.testing.assert_array_equal(
+                sd1["state"][k][key].numpy(), sd2["state"][k][key].numpy()
+            )
 
 
 def test_state_dict_format():
@@ -469,13 +495,21 @@ def test_state_dict_format():
     opt.step()
     sd = opt.state_dict()
     assert set(sd) == {"state", "param_groups"}
-    assert list(sd["state"]) == [0, 2]     # indices run over all groups; no grad, no state
+    assert list(sd["state"]) == [0, 2]  # indices run over all groups; no grad, no state
     assert sd["state"][0]["momentum_buffer"] is opt.state[w]["momentum_buffer"]  # live, as torch
     assert [g["params"] for g in sd["param_groups"]] == [[0, 1], [2]]
-    assert sd["param_groups"][1] == {"lr": 0.5, "momentum": 0.9, "dampening": 0,
-                                     "weight_decay": 0, "nesterov": False, "maximize": False,
-                                     "foreach": None, "differentiable": False, "fused": None,
-                                     "params": [2]}
+    assert sd["param_groups"][1] == {
+        "lr": 0.5,
+        "momentum": 0.9,
+        "dampening": 0,
+        "weight_decay": 0,
+        "nesterov": False,
+        "maximize": False,
+        "foreach": None,
+        "differentiable": False,
+        "fused": None,
+        "params": [2],
+    }
     assert isinstance(opt.state, type(opt.state)) and opt.state[unused] == {}
 
 
@@ -486,11 +520,16 @@ def test_load_state_dict_errors_and_casts():
     opt.step()
     sd = opt.state_dict()
     with pytest.raises(ValueError, match="different number of parameter groups"):
-        optim.Adam([{"params": [nbgrad.zeros(2, requires_grad=True)]},
-                    {"params": [nbgrad.zeros(2, requires_grad=True)]}]).load_state_dict(sd)
+        optim.Adam(
+            [
+                {"params": [nbgrad.zeros(2, requires_grad=True)]},
+                {"params": [nbgrad.zeros(2, requires_grad=True)]},
+            ]
+        ).load_state_dict(sd)
     with pytest.raises(ValueError, match="doesn't match the size of optimizer's group"):
-        optim.Adam([nbgrad.zeros(2, requires_grad=True),
-                    nbgrad.zeros(2, requires_grad=True)]).load_state_dict(sd)
+        optim.Adam(
+            [nbgrad.zeros(2, requires_grad=True), nbgrad.zeros(2, requires_grad=True)]
+        ).load_state_dict(sd)
     # float state follows the parameter's dtype; step keeps its own
     q = nbgrad.zeros(2, dtype=nbgrad.float64, requires_grad=True)
     opt2 = optim.Adam([q])
@@ -518,9 +557,14 @@ def test_state_dict_loads_into_torch_and_back():
         return torch.tensor(v.numpy().copy()) if isinstance(v, nbgrad.Tensor) else v
 
     sd = nb_opt.state_dict()
-    th_opt.load_state_dict({"state": {k: {kk: to_torch(vv) for kk, vv in s.items()}
-                                      for k, s in sd["state"].items()},
-                            "param_groups": copy.deepcopy(sd["param_groups"])})
+    th_opt.load_state_dict(
+        {
+            "state": {
+                k: {kk: to_torch(vv) for kk, vv in s.items()} for k, s in sd["state"].items()
+            },
+            "param_groups": copy.deepcopy(sd["param_groups"]),
+        }
+    )
     x, y = nbgrad.tensor(arrs["x"]), nbgrad.tensor(arrs["y"])
     xt, yt = torch.tensor(arrs["x"]), torch.tensor(arrs["y"])
     for _ in range(10):
@@ -537,6 +581,7 @@ def test_state_dict_loads_into_torch_and_back():
 # ------------------------------------------------------------------------------------------
 # zero_grad, versions, grad mode, closures, hooks
 
+
 def test_zero_grad_semantics():
     p = nbgrad.ones(3, requires_grad=True)
     opt = optim.SGD([p], lr=0.1)
@@ -546,7 +591,7 @@ def test_zero_grad_semantics():
     opt.zero_grad(set_to_none=False)
     assert p.grad is g and g._version == v + 1
     np.testing.assert_array_equal(g.numpy(), np.zeros(3, np.float32))
-    opt.zero_grad()                                # default: set_to_none=True
+    opt.zero_grad()  # default: set_to_none=True
     assert p.grad is None
     # a parameter without a gradient is skipped: no update, no version bump, no state
     opt2 = optim.Adam([p])
@@ -570,16 +615,19 @@ def test_zero_grad_matches_torch():
     assert bumps[0] == bumps[1]
 
 
-@pytest.mark.parametrize("name,kwargs,per_step", [
-    ("SGD", dict(lr=0.1, momentum=0.9), 1),
-    ("Adam", dict(), 1),
-    ("Adam", dict(weight_decay=0.1, decoupled_weight_decay=True), 2),   # mul_ + addcdiv_
-    ("AdamW", dict(), 2),
-    ("RMSprop", dict(centered=True, momentum=0.5), 1),
-])
+@pytest.mark.parametrize(
+    "name,kwargs,per_step",
+    [
+        ("SGD", dict(lr=0.1, momentum=0.9), 1),
+        ("Adam", dict(), 1),
+        ("Adam", dict(weight_decay=0.1, decoupled_weight_decay=True), 2),  # mul_ + addcdiv_
+        ("AdamW", dict(), 2),
+        ("RMSprop", dict(centered=True, momentum=0.5), 1),
+    ],
+)
 def test_step_updates_in_place_and_bumps_version(name, kwargs, per_step, binding):
     p = nbgrad.nn.Parameter(nbgrad.ones(4))
-    view = p.detach()                 # shares storage and version counter with p
+    view = p.detach()  # shares storage and version counter with p
     storage = p._data
     opt = getattr(optim, name)([p], **kwargs)
     for i in range(3):
@@ -634,7 +682,7 @@ def test_step_hooks():
 
 
 def test_plain_leaf_parameters_and_named_params():
-    w = nbgrad.tensor([1.0, 2.0], requires_grad=True)   # not a Parameter
+    w = nbgrad.tensor([1.0, 2.0], requires_grad=True)  # not a Parameter
     opt = optim.Adam([("w", w)], lr=0.1)
     assert opt.param_groups[0]["param_names"] == ["w"]
     w.grad = nbgrad.tensor([1.0, -1.0])
@@ -646,10 +694,9 @@ def test_add_param_group():
     a = nbgrad.zeros(2, requires_grad=True)
     b = nbgrad.zeros(2, requires_grad=True)
     opt = optim.SGD([a], lr=0.1, momentum=0.9)
-    opt.add_param_group({"params": b, "lr": 0.01})       # a single Tensor is accepted
+    opt.add_param_group({"params": b, "lr": 0.01})  # a single Tensor is accepted
     assert opt.param_groups[1]["params"] == [b] and opt.param_groups[1]["momentum"] == 0.9
-    with pytest.raises(ValueError, match="some parameters appear in more than one parameter "
-                                         "group"):
+    with pytest.raises(ValueError, match="some parameters appear in more than one parameter group"):
         opt.add_param_group({"params": [a]})
     with pytest.warns(UserWarning, match="duplicate parameters"):
         optim.SGD([{"params": [b, b]}], lr=0.1)
@@ -657,6 +704,7 @@ def test_add_param_group():
 
 # ------------------------------------------------------------------------------------------
 # errors (messages as PyTorch's)
+
 
 def _errors(lib):
     mod = lib.optim
@@ -671,8 +719,10 @@ def _errors(lib):
         lambda: mod.SGD([p], lr=0.1, nesterov=True),
         lambda: mod.SGD([p], lr=0.1, momentum=-0.5),
         lambda: mod.SGD([p], lr=0.1, weight_decay=-1),
-        lambda: mod.SGD([{"params": [p]}],
-                        lr=importlib.import_module(lib.__name__ + ".optim.optimizer").required),
+        lambda: mod.SGD(
+            [{"params": [p]}],
+            lr=importlib.import_module(lib.__name__ + ".optim.optimizer").required,
+        ),
         lambda: mod.Adam([p], lr=-0.5),
         lambda: mod.Adam([p], eps=-1.0),
         lambda: mod.Adam([p], betas=(1.0, 0.9)),
@@ -700,8 +750,10 @@ def test_errors():
     assert errs[1] == ("ValueError", "optimizer got an empty parameter list")
     assert errs[2][0] == "TypeError" and "iterable of Tensors or dicts" in errs[2][1]
     assert errs[3][0] == "TypeError" and "ordering of tensors in sets" in errs[3][1]
-    assert errs[4] == ("TypeError", "optimizer can only optimize Tensors, but one of the params "
-                                    "is int")
+    assert errs[4] == (
+        "TypeError",
+        "optimizer can only optimize Tensors, but one of the params is int",
+    )
     assert errs[5] == ("ValueError", "can't optimize a non-leaf Tensor")
     assert errs[6] == ("ValueError", "Nesterov momentum requires a momentum and zero dampening")
     assert errs[12] == ("ValueError", "Invalid beta parameter at index 0: 1.0")
@@ -731,6 +783,7 @@ def test_repr():
 
 # ------------------------------------------------------------------------------------------
 # lr schedulers
+
 
 def _lrs(lib, make_sched, steps, lr=0.1, groups=1):
     ps = [lib.zeros(1, requires_grad=True) for _ in range(groups)]
@@ -780,28 +833,36 @@ def test_step_lr_closed_form():
 @pytest.mark.parametrize("T_max,eta_min", [(7, 0.0), (5, 0.01), (10, 0.05)])
 def test_cosine_annealing_recursive_matches_closed_form(T_max, eta_min):
     # the recursive (chainable) form reproduces the closed form, also past T_max (periodic)
-    seq, _, _ = _lrs(nbgrad, lambda m, o: m.CosineAnnealingLR(o, T_max=T_max, eta_min=eta_min),
-                     3 * T_max)
-    want = [eta_min + (0.1 - eta_min) * (1 + math.cos(math.pi * t / T_max)) / 2
-            for t in range(3 * T_max + 1)]
+    seq, _, _ = _lrs(
+        nbgrad, lambda m, o: m.CosineAnnealingLR(o, T_max=T_max, eta_min=eta_min), 3 * T_max
+    )
+    want = [
+        eta_min + (0.1 - eta_min) * (1 + math.cos(math.pi * t / T_max)) / 2
+        for t in range(3 * T_max + 1)
+    ]
     np.testing.assert_allclose([s[0] for s in seq], want, rtol=1e-10, atol=1e-15)
 
 
 def test_other_schedulers_closed_form():
     cases = [
-        (lambda m, o: m.MultiStepLR(o, milestones=[2, 5, 5], gamma=0.3),
-         lambda t: 0.1 * 0.3 ** (int(t >= 2) + 2 * int(t >= 5))),
-        (lambda m, o: m.ExponentialLR(o, gamma=0.9), lambda t: 0.1 * 0.9 ** t),
+        (
+            lambda m, o: m.MultiStepLR(o, milestones=[2, 5, 5], gamma=0.3),
+            lambda t: 0.1 * 0.3 ** (int(t >= 2) + 2 * int(t >= 5)),
+        ),
+        (lambda m, o: m.ExponentialLR(o, gamma=0.9), lambda t: 0.1 * 0.9**t),
         (lambda m, o: m.LambdaLR(o, lambda e: 1.0 / (e + 1)), lambda t: 0.1 / (t + 1)),
-        (lambda m, o: m.LinearLR(o, start_factor=0.2, total_iters=6),
-         lambda t: 0.1 * (0.2 + 0.8 * min(t, 6) / 6)),
-        (lambda m, o: m.ConstantLR(o, factor=0.5, total_iters=4),
-         lambda t: 0.1 * (0.5 if t < 4 else 1.0)),
+        (
+            lambda m, o: m.LinearLR(o, start_factor=0.2, total_iters=6),
+            lambda t: 0.1 * (0.2 + 0.8 * min(t, 6) / 6),
+        ),
+        (
+            lambda m, o: m.ConstantLR(o, factor=0.5, total_iters=4),
+            lambda t: 0.1 * (0.5 if t < 4 else 1.0),
+        ),
     ]
     for make, closed in cases:
         seq, _, _ = _lrs(nbgrad, make, 12)
-        np.testing.assert_allclose([s[0] for s in seq], [closed(t) for t in range(13)],
-                                   rtol=1e-12)
+        np.testing.assert_allclose([s[0] for s in seq], [closed(t) for t in range(13)], rtol=1e-12)
 
 
 def test_scheduler_scales_updates():
@@ -820,10 +881,10 @@ def test_scheduler_scales_updates():
 
 
 def test_scheduler_state_dict_round_trip():
-    seq_full, _, _ = _lrs(nbgrad, lambda m, o: m.CosineAnnealingLR(o, T_max=6, eta_min=0.001),
-                          14)
-    seq1, sched1, opt1 = _lrs(nbgrad, lambda m, o: m.CosineAnnealingLR(o, T_max=6,
-                                                                        eta_min=0.001), 5)
+    seq_full, _, _ = _lrs(nbgrad, lambda m, o: m.CosineAnnealingLR(o, T_max=6, eta_min=0.001), 14)
+    seq1, sched1, opt1 = _lrs(
+        nbgrad, lambda m, o: m.CosineAnnealingLR(o, T_max=6, eta_min=0.001), 5
+    )
     sd_opt, sd_sched = copy.deepcopy(opt1.state_dict()), sched1.state_dict()
     assert "optimizer" not in sd_sched and sd_sched["last_epoch"] == 5
     p = nbgrad.zeros(1, requires_grad=True)
@@ -855,11 +916,12 @@ def test_scheduler_warnings():
             sched2.get_lr()
     with pytest.warns(UserWarning, match="epoch parameter"):
         sched2.step(5)
-    assert sched2.get_last_lr() == [pytest.approx(0.1 * 0.5 ** 5)]   # closed form
+    assert sched2.get_last_lr() == [pytest.approx(0.1 * 0.5**5)]  # closed form
 
 
 # ------------------------------------------------------------------------------------------
 # integration
+
 
 def test_mixed_dtypes_in_one_group(binding):
     # the per-step scalar cache is keyed by dtype: each parameter is updated in its own dtype
@@ -875,17 +937,18 @@ def test_mixed_dtypes_in_one_group(binding):
     assert opt.state[b]["exp_avg"].dtype == nbgrad.float64
 
 
-@pytest.mark.skipif(not all(hasattr(nbgrad.nn, n) for n in ("Sequential", "Linear", "ReLU")),
-                    reason="nbgrad.nn layers are not available")
+@pytest.mark.skipif(
+    not all(hasattr(nbgrad.nn, n) for n in ("Sequential", "Linear", "ReLU")),
+    reason="nbgrad.nn layers are not available",
+)
 def test_trains_an_nn_module_with_scheduler():
     nbgrad.manual_seed(0)
-    model = nbgrad.nn.Sequential(nbgrad.nn.Linear(3, 8), nbgrad.nn.ReLU(),
-                                 nbgrad.nn.Linear(8, 1))
+    model = nbgrad.nn.Sequential(nbgrad.nn.Linear(3, 8), nbgrad.nn.ReLU(), nbgrad.nn.Linear(8, 1))
     x = nbgrad.randn(32, 3)
     y = x.sum(1, keepdim=True)
     opt = optim.Adam(model.parameters(), lr=0.01)
     sched = lr_scheduler.CosineAnnealingLR(opt, T_max=100)
-    versions = [p._version for p in model.parameters()]   # init may have written in place
+    versions = [p._version for p in model.parameters()]  # init may have written in place
     losses = []
     for _ in range(100):
         opt.zero_grad()

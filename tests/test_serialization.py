@@ -1,5 +1,6 @@
 """nbgrad.save / nbgrad.load: round trips, the documented format, and clear errors for files
 that are not nbgrad files, are truncated or corrupted -- and nothing is executed on load."""
+
 import collections
 import io
 import json
@@ -12,16 +13,25 @@ import zlib
 
 import numpy as np
 import pytest
+from conftest import needs_torch, torch
 
 import nbgrad
 from nbgrad import serialization as ser
 from nbgrad.serialization import load, save
 
-from conftest import needs_torch, torch
-
-ALL_DTYPES = [nbgrad.float16, nbgrad.float32, nbgrad.float64, nbgrad.int32, nbgrad.int64,
-              nbgrad.bool, nbgrad.complex64, nbgrad.complex128, nbgrad.uint8, nbgrad.int8,
-              nbgrad.int16]
+ALL_DTYPES = [
+    nbgrad.float16,
+    nbgrad.float32,
+    nbgrad.float64,
+    nbgrad.int32,
+    nbgrad.int64,
+    nbgrad.bool,
+    nbgrad.complex64,
+    nbgrad.complex128,
+    nbgrad.uint8,
+    nbgrad.int8,
+    nbgrad.int16,
+]
 
 
 def roundtrip(obj, **kw):
@@ -36,8 +46,10 @@ def same(a, b):
     assert a.dtype is b.dtype
     assert tuple(a.shape) == tuple(b.shape)
     assert a.requires_grad == b.requires_grad
-    assert np.ascontiguousarray(a.detach().numpy()).tobytes() == \
-        np.ascontiguousarray(b.detach().numpy()).tobytes()
+    assert (
+        np.ascontiguousarray(a.detach().numpy()).tobytes()
+        == np.ascontiguousarray(b.detach().numpy()).tobytes()
+    )
 
 
 def sample(dtype, shape=(3, 4), seed=0):
@@ -56,12 +68,13 @@ def sample(dtype, shape=(3, 4), seed=0):
 # ------------------------------------------------------------------------------------------
 # round trips
 
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: d.name)
 def test_every_dtype_round_trips_bit_exactly(dtype):
     t = sample(dtype)
     r = roundtrip(t)
     same(t, r)
-    r0 = roundtrip(sample(dtype, shape=()))          # 0-d
+    r0 = roundtrip(sample(dtype, shape=()))  # 0-d
     assert r0.shape == () and r0.dtype is dtype
     same(sample(dtype, shape=()), r0)
     same(sample(dtype, shape=(0, 5)), roundtrip(sample(dtype, shape=(0, 5))))  # empty
@@ -77,9 +90,15 @@ def test_special_float_values_are_bit_exact():
 
 def test_non_contiguous_views_are_saved_as_their_own_data():
     base = nbgrad.arange(24, dtype=nbgrad.float32).reshape(4, 6)
-    views = {"t": base.t(), "step": base[::2, 1::3], "col": base[:, 2], "perm":
-             base.reshape(2, 3, 4).permute(2, 0, 1), "expand": nbgrad.ones(3, 1).expand(3, 5),
-             "flip": base.flip(0), "scalar_view": base[1, 2]}
+    views = {
+        "t": base.t(),
+        "step": base[::2, 1::3],
+        "col": base[:, 2],
+        "perm": base.reshape(2, 3, 4).permute(2, 0, 1),
+        "expand": nbgrad.ones(3, 1).expand(3, 5),
+        "flip": base.flip(0),
+        "scalar_view": base[1, 2],
+    }
     r = roundtrip(views)
     for k, v in views.items():
         assert r[k].is_contiguous(), k
@@ -92,7 +111,7 @@ def test_non_contiguous_views_are_saved_as_their_own_data():
 
 def test_requires_grad_parameters_and_non_leaf_tensors():
     x = nbgrad.randn(3, requires_grad=True)
-    y = x * 2                                     # non-leaf: loads as a leaf requiring grad
+    y = x * 2  # non-leaf: loads as a leaf requiring grad
     p = nbgrad.nn.Parameter(nbgrad.randn(2, 2))
     frozen = nbgrad.nn.Parameter(nbgrad.randn(2), requires_grad=False)
     r = roundtrip({"x": x, "y": y, "p": p, "frozen": frozen, "plain": nbgrad.ones(2)})
@@ -103,19 +122,36 @@ def test_requires_grad_parameters_and_non_leaf_tensors():
     assert isinstance(r["frozen"], nbgrad.nn.Parameter) and not r["frozen"].requires_grad
     assert not r["plain"].requires_grad
     assert r["x"].grad is None
-    (r["p"].sum() * 2).backward()                 # loaded parameters are usable leaves
+    (r["p"].sum() * 2).backward()  # loaded parameters are usable leaves
     np.testing.assert_array_equal(r["p"].grad.numpy(), np.full((2, 2), 2, np.float32))
 
 
 def test_nested_containers_and_python_scalars():
     obj = {
-        "none": None, "t": True, "f": False, "int": -7, "big": 2 ** 100, "float": 0.1,
-        "nan": math.nan, "inf": -math.inf, "negzero": -0.0, "complex": 1.5 - 2j, "str": "héllo",
-        "bytes": b"\x00\xff", "list": [1, [2, [3, nbgrad.ones(2)]]], "tuple": (1, (2.5, "x")),
-        "empty": ([], (), {}), "od": collections.OrderedDict([("b", 1), ("a", 2)]),
-        3: "int key", (1, "k"): "tuple key", None: "none key", 2.5: "float key",
-        "dtype": nbgrad.float64, "device": nbgrad.device("cpu"),
-        "np": np.arange(6, dtype=np.int16).reshape(2, 3), "npscalar": np.float32(1.25),
+        "none": None,
+        "t": True,
+        "f": False,
+        "int": -7,
+        "big": 2**100,
+        "float": 0.1,
+        "nan": math.nan,
+        "inf": -math.inf,
+        "negzero": -0.0,
+        "complex": 1.5 - 2j,
+        "str": "héllo",
+        "bytes": b"\x00\xff",
+        "list": [1, [2, [3, nbgrad.ones(2)]]],
+        "tuple": (1, (2.5, "x")),
+        "empty": ([], (), {}),
+        "od": collections.OrderedDict([("b", 1), ("a", 2)]),
+        3: "int key",
+        (1, "k"): "tuple key",
+        None: "none key",
+        2.5: "float key",
+        "dtype": nbgrad.float64,
+        "device": nbgrad.device("cpu"),
+        "np": np.arange(6, dtype=np.int16).reshape(2, 3),
+        "npscalar": np.float32(1.25),
     }
     r = roundtrip(obj)
     assert list(r.keys()) == list(obj.keys())
@@ -174,8 +210,11 @@ def test_module_state_dict_round_trip(tmp_path):
     nbgrad.serialization.save(sd, path)
     loaded = nbgrad.serialization.load(path)
     assert type(loaded) is type(sd)
-    assert list(loaded.keys()) == list(sd.keys()) == [
-        "head", "inner.weight", "inner.bias", "inner.running_mean", "inner.steps"]
+    assert (
+        list(loaded.keys())
+        == list(sd.keys())
+        == ["head", "inner.weight", "inner.bias", "inner.running_mean", "inner.steps"]
+    )
     for k in sd:
         same(sd[k], loaded[k])
     nbgrad.manual_seed(1)
@@ -246,7 +285,7 @@ def test_unsupported_objects_fail_before_the_file_is_written(tmp_path):
 
 
 def test_large_tensor_round_trip(tmp_path):
-    t = nbgrad.randn(1 << 20)       # 4 MiB
+    t = nbgrad.randn(1 << 20)  # 4 MiB
     p = tmp_path / "big.nbg"
     save({"big": t, "small": nbgrad.ones(3)}, p)
     r = load(p)
@@ -256,6 +295,7 @@ def test_large_tensor_round_trip(tmp_path):
 # ------------------------------------------------------------------------------------------
 # the documented format (docs/serialization.md)
 
+
 def test_format_matches_the_documentation():
     t = nbgrad.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=nbgrad.float64)
     buf = io.BytesIO()
@@ -264,16 +304,26 @@ def test_format_matches_the_documentation():
     magic, version, flags, hlen, dlen, hcrc, dcrc, pcrc = struct.unpack_from("<8sIIQQIII", raw)
     assert magic == b"\x89NBG\r\n\x1a\n" and version == 1 and flags == 0
     assert pcrc == zlib.crc32(raw[:40]) and raw[44:48] == b"\0\0\0\0"
-    header = raw[48:48 + hlen]
+    header = raw[48 : 48 + hlen]
     assert zlib.crc32(header) == hcrc
     doc = json.loads(header)
     assert doc["format"] == "nbgrad" and doc["version"] == 1 and doc["byteorder"] == "little"
-    assert doc["root"] == {"type": "dict", "items": [
-        [{"type": "str", "value": "w"}, {"type": "tensor", "index": 0}],
-        [{"type": "str", "value": "n"}, {"type": "int", "value": 3}]]}
+    assert doc["root"] == {
+        "type": "dict",
+        "items": [
+            [{"type": "str", "value": "w"}, {"type": "tensor", "index": 0}],
+            [{"type": "str", "value": "n"}, {"type": "int", "value": 3}],
+        ],
+    }
     entry = doc["tensors"][0]
-    assert entry == {"dtype": "float64", "shape": [2, 2], "requires_grad": False,
-                     "kind": "tensor", "offset": 0, "nbytes": 32}
+    assert entry == {
+        "dtype": "float64",
+        "shape": [2, 2],
+        "requires_grad": False,
+        "kind": "tensor",
+        "offset": 0,
+        "nbytes": 32,
+    }
     data_start = (48 + hlen + 63) // 64 * 64
     assert len(raw) == data_start + dlen
     data = raw[data_start:]
@@ -287,13 +337,14 @@ def test_tensor_data_is_64_byte_aligned():
     save([nbgrad.ones(3, dtype=nbgrad.uint8), nbgrad.ones(5), nbgrad.ones(1)], buf)
     raw = buf.getvalue()
     hlen = struct.unpack_from("<Q", raw, 16)[0]
-    doc = json.loads(raw[48:48 + hlen])
+    doc = json.loads(raw[48 : 48 + hlen])
     assert [e["offset"] % 64 for e in doc["tensors"]] == [0, 0, 0]
     assert (48 + hlen + 63) // 64 * 64 % 64 == 0
 
 
 # ------------------------------------------------------------------------------------------
 # errors: not an nbgrad file, truncated, corrupted
+
 
 def saved_bytes(obj=None):
     if obj is None:
@@ -329,9 +380,12 @@ def test_a_flipped_byte_raises_checksum_mismatch(region):
     raw = saved_bytes()
     hlen = struct.unpack_from("<Q", raw, 16)[0]
     data_start = (48 + hlen + 63) // 64 * 64
-    positions = {"preamble": range(8, 44), "header": range(48, 48 + hlen),
-                 "data": range(data_start, len(raw))}[region]
-    for pos in list(positions)[::max(1, len(positions) // 40)]:
+    positions = {
+        "preamble": range(8, 44),
+        "header": range(48, 48 + hlen),
+        "data": range(data_start, len(raw)),
+    }[region]
+    for pos in list(positions)[:: max(1, len(positions) // 40)]:
         bad = bytearray(raw)
         bad[pos] ^= 0x10
         with pytest.raises(RuntimeError) as ei:
@@ -340,8 +394,10 @@ def test_a_flipped_byte_raises_checksum_mismatch(region):
         if region == "preamble":
             assert "checksum mismatch in the preamble" in msg
         else:
-            assert "checksum mismatch in the %s" % ("header" if region == "header"
-                                                    else "tensor data") in msg
+            assert (
+                "checksum mismatch in the %s" % ("header" if region == "header" else "tensor data")
+                in msg
+            )
 
 
 def test_a_flipped_magic_byte_is_not_an_nbgrad_file():
@@ -390,6 +446,7 @@ def test_a_pytorch_file_is_refused_clearly(tmp_path):
 # ------------------------------------------------------------------------------------------
 # nothing is executed on load
 
+
 class _Evil:
     def __init__(self, marker):
         self.marker = marker
@@ -410,6 +467,7 @@ def test_a_malicious_pickle_is_not_executed(tmp_path):
 def test_load_never_unpickles(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("pickle used during load")
+
     raw = saved_bytes({"a": [nbgrad.ones(2), (1, 2.0)], "b": collections.OrderedDict(x=None)})
     monkeypatch.setattr(pickle, "loads", boom)
     monkeypatch.setattr(pickle, "load", boom)
@@ -424,45 +482,70 @@ def forge(doc, tensors=b""):
     write."""
     header = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
     data_start = (48 + len(header) + 63) // 64 * 64
-    pre = bytearray(struct.pack("<8sIIQQIII4x", ser.MAGIC, 1, 0, len(header), len(tensors),
-                                zlib.crc32(header), zlib.crc32(tensors), 0))
+    pre = bytearray(
+        struct.pack(
+            "<8sIIQQIII4x",
+            ser.MAGIC,
+            1,
+            0,
+            len(header),
+            len(tensors),
+            zlib.crc32(header),
+            zlib.crc32(tensors),
+            0,
+        )
+    )
     struct.pack_into("<I", pre, 40, zlib.crc32(bytes(pre[:40])))
     return bytes(pre) + header + bytes(data_start - 48 - len(header)) + tensors
 
 
-@pytest.mark.parametrize("node", [
-    {"type": "callable", "value": "os.system"},
-    {"type": "object", "module": "builtins", "name": "exec", "args": ["print(1)"]},
-    {"type": "__reduce__"},
-    {"type": "tensor", "index": 5},
-    {"type": "tensor", "index": "0"},
-    {"type": "int", "value": "1"},
-    {"type": "float", "value": 1.5},
-    {"type": "dict", "items": [[{"type": "list", "items": []}, {"type": "none"}]]},
-    {"type": "dict", "items": [[{"type": "none"}]]},
-    {"type": "dtype", "value": "object"},
-    {"type": "bytes", "value": "!!notbase64"},
-    "just a string",
-    {"no": "type"},
-])
+@pytest.mark.parametrize(
+    "node",
+    [
+        {"type": "callable", "value": "os.system"},
+        {"type": "object", "module": "builtins", "name": "exec", "args": ["print(1)"]},
+        {"type": "__reduce__"},
+        {"type": "tensor", "index": 5},
+        {"type": "tensor", "index": "0"},
+        {"type": "int", "value": "1"},
+        {"type": "float", "value": 1.5},
+        {"type": "dict", "items": [[{"type": "list", "items": []}, {"type": "none"}]]},
+        {"type": "dict", "items": [[{"type": "none"}]]},
+        {"type": "dtype", "value": "object"},
+        {"type": "bytes", "value": "!!notbase64"},
+        "just a string",
+        {"no": "type"},
+    ],
+)
 def test_forged_headers_are_refused(node):
-    raw = forge({"format": "nbgrad", "version": 1, "byteorder": "little", "root": node,
-                 "tensors": []})
+    raw = forge(
+        {"format": "nbgrad", "version": 1, "byteorder": "little", "root": node, "tensors": []}
+    )
     with pytest.raises(RuntimeError, match="is corrupted"):
         load_bytes(raw)
 
 
-@pytest.mark.parametrize("entry", [
-    {"dtype": "object", "shape": [1], "offset": 0, "nbytes": 8},
-    {"dtype": "float32", "shape": [4], "offset": 0, "nbytes": 8},       # nbytes != shape
-    {"dtype": "float32", "shape": [100], "offset": 0, "nbytes": 400},   # beyond the data
-    {"dtype": "float32", "shape": [-1], "offset": 0, "nbytes": -4},
-    {"dtype": "float32", "shape": [1], "offset": -8, "nbytes": 4},
-    "not a dict",
-])
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"dtype": "object", "shape": [1], "offset": 0, "nbytes": 8},
+        {"dtype": "float32", "shape": [4], "offset": 0, "nbytes": 8},  # nbytes != shape
+        {"dtype": "float32", "shape": [100], "offset": 0, "nbytes": 400},  # beyond the data
+        {"dtype": "float32", "shape": [-1], "offset": 0, "nbytes": -4},
+        {"dtype": "float32", "shape": [1], "offset": -8, "nbytes": 4},
+        "not a dict",
+    ],
+)
 def test_forged_tensor_entries_are_refused(entry):
-    raw = forge({"format": "nbgrad", "version": 1, "root": {"type": "tensor", "index": 0},
-                 "tensors": [entry]}, bytes(16))
+    raw = forge(
+        {
+            "format": "nbgrad",
+            "version": 1,
+            "root": {"type": "tensor", "index": 0},
+            "tensors": [entry],
+        },
+        bytes(16),
+    )
     with pytest.raises(RuntimeError, match="is corrupted"):
         load_bytes(raw)
 
@@ -475,7 +558,7 @@ def test_deeply_nested_forged_header_is_refused_cleanly(depth):
         r = load_bytes(raw)
     except RuntimeError as e:
         assert "nested too deeply" in str(e)
-    else:   # shallow enough to decode: must be the right structure
+    else:  # shallow enough to decode: must be the right structure
         for _ in range(depth):
             assert type(r) is list and len(r) == 1
             r = r[0]
@@ -494,8 +577,10 @@ def test_missing_file_is_file_not_found(tmp_path):
     assert not os.path.exists(tmp_path / "nope.nbg")
 
 
-@pytest.mark.skipif(not hasattr(nbgrad.nn, "Linear") or not hasattr(nbgrad, "optim"),
-                    reason="nn.Linear / optim not available")
+@pytest.mark.skipif(
+    not hasattr(nbgrad.nn, "Linear") or not hasattr(nbgrad, "optim"),
+    reason="nn.Linear / optim not available",
+)
 def test_real_module_and_optimizer_state_dicts(tmp_path):
     nbgrad.manual_seed(0)
     net = nbgrad.nn.Sequential(nbgrad.nn.Linear(3, 4), nbgrad.nn.ReLU(), nbgrad.nn.Linear(4, 2))

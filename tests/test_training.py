@@ -1,4 +1,5 @@
 """End-to-end: a tiny model trained with nbgrad's nn + optim must actually learn."""
+
 import numpy as np
 
 import nbgrad as torch
@@ -13,8 +14,13 @@ def test_small_cnn_learns_synthetic_images():
     x = rng.normal(0, 0.3, (256, 1, 8, 8)).astype(np.float32)
     x[y == 0, :, :, :4] += 1.0
     x[y == 1, :, :, 4:] += 1.0
-    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                          nn.Flatten(), nn.Linear(4 * 4 * 4, 2))
+    model = nn.Sequential(
+        nn.Conv2d(1, 4, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(4 * 4 * 4, 2),
+    )
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
     xs, ys = torch.from_numpy(x), torch.from_numpy(y)
@@ -32,10 +38,12 @@ def test_small_cnn_learns_synthetic_images():
 
 def test_global_backward_hook_records_per_layer_norms():
     from nbgrad.nn.modules.module import register_module_full_backward_hook
+
     model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
     norms = []
     h = register_module_full_backward_hook(
-        lambda m, gi, go: norms.append((type(m).__name__, float(go[0].norm()))))
+        lambda m, gi, go: norms.append((type(m).__name__, float(go[0].norm())))
+    )
     try:
         model(torch.randn(5, 3)).sum().backward()
     finally:

@@ -7,6 +7,7 @@ skipped (``NotImplementedError`` in ``setup``) when PyTorch is not importable.  
 
 Names follow asv's conventions: ``time_*`` methods are timed, ``setup`` runs before each repeat.
 """
+
 import math
 
 import numpy as np
@@ -115,8 +116,10 @@ class TimeMLPStep(_Bench):
         super().setup(lib)
         T = self.T
         sizes = [784, 512, 512, 10]
-        self.ws = [_randn(T, a, b, seed=i) * (1 / math.sqrt(a))
-                   for i, (a, b) in enumerate(zip(sizes, sizes[1:]))]
+        self.ws = [
+            _randn(T, a, b, seed=i) * (1 / math.sqrt(a))
+            for i, (a, b) in enumerate(zip(sizes, sizes[1:]))
+        ]
         for w in self.ws:
             w.requires_grad_(True)
         self.bs = [T.zeros(b, requires_grad=True) for b in sizes[1:]]
@@ -161,8 +164,12 @@ class TimeJacobian(_Bench):
     def setup(self, lib, mode):
         super().setup(lib)
         from nbgrad.bench import jacobian_100
-        kw = {"rows": {}, "vectorize": {"vectorize": True},
-              "forward-mode": {"vectorize": True, "strategy": "forward-mode"}}[mode]
+
+        kw = {
+            "rows": {},
+            "vectorize": {"vectorize": True},
+            "forward-mode": {"vectorize": True, "strategy": "forward-mode"},
+        }[mode]
         self.run = jacobian_100(self.T, **kw)
 
     def time_jacobian(self, lib, mode):

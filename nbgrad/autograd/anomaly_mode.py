@@ -3,18 +3,24 @@
 While enabled, nodes record the forward stack at creation and the engine checks each node's
 outputs for NaN (engine._apply_anomalous).
 """
+
 import functools
 import warnings
 
 from .. import _flags
 
-__all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
-           "is_anomaly_check_nan_enabled"]
+__all__ = [
+    "detect_anomaly",
+    "set_detect_anomaly",
+    "is_anomaly_enabled",
+    "is_anomaly_check_nan_enabled",
+]
 
 
 class _Anomaly:
     """Process-global, unlike grad mode: PyTorch's anomaly mode is one static flag.
     See NOTE [mode state] in grad_mode.py."""
+
     enabled = False
     check_nan = True
 
@@ -43,8 +49,12 @@ class detect_anomaly:
         self.prev = STATE.enabled
         self.prev_nan = STATE.check_nan
         self.check_nan = check_nan
-        warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime "
-                      "and should only be enabled for debugging.", UserWarning, stacklevel=2)
+        warnings.warn(
+            "Anomaly Detection has been enabled. This mode will increase the runtime "
+            "and should only be enabled for debugging.",
+            UserWarning,
+            stacklevel=2,
+        )
 
     def __enter__(self):
         _set(True, self.check_nan)
@@ -58,6 +68,7 @@ class detect_anomaly:
         def wrapper(*a, **k):
             with self.__class__(self.check_nan):
                 return func(*a, **k)
+
         return wrapper
 
 

@@ -14,12 +14,14 @@ dims (``sum_to``).  This module imports nothing from nbgrad: ops import it.
 A batch-aware vjp finds the batch dims as ``g.shape[:BATCH.dims]`` (``lead(g)``) and otherwise
 uses negative dims, which are the same with or without them.
 """
+
 import threading
 
 
 class _Batch(threading.local):
     """Per thread (NOTE [mode state] in grad_mode.py)."""
-    dims = 0   # leading batch dims of the gradients in this thread's running backward
+
+    dims = 0  # leading batch dims of the gradients in this thread's running backward
 
 
 BATCH = _Batch()
@@ -33,7 +35,7 @@ def batched(vjp):
 
 def lead(g):
     """The batch part of gradient ``g``'s shape (``()`` outside a batched backward)."""
-    return g._data.shape[:BATCH.dims]
+    return g._data.shape[: BATCH.dims]
 
 
 def handles_batch(node):
@@ -46,7 +48,8 @@ def sum_to(g, shape, nb):
     gs = g._data.shape
     extra = len(gs) - nb - len(shape)
     dims = tuple(range(nb, nb + extra)) + tuple(
-        nb + extra + i for i, s in enumerate(shape) if s == 1 and gs[nb + extra + i] != 1)
+        nb + extra + i for i, s in enumerate(shape) if s == 1 and gs[nb + extra + i] != 1
+    )
     r = g.sum(dims, keepdim=True) if dims else g
     target = gs[:nb] + tuple(shape)
     return r.reshape(target) if r._data.shape != target else r

@@ -3,6 +3,7 @@
 The low half of forward mode (it imports only ``_flags`` and ``_tensor``), so ops can propagate
 tangents without importing autograd/forward_ad.py, which sits above ops (it calls autograd.grad).
 """
+
 from .. import _flags
 from .._tensor import Tensor
 

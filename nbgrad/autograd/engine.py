@@ -12,6 +12,7 @@ NOTE [hook order] for one node (SEMANTICS.md section 4):
 The engine knows nothing about particular ops: it calls ``node.apply`` and reduces each returned
 gradient to the input's shape and dtype in one place (``conform_grads``).
 """
+
 import heapq
 import itertools
 import traceback
@@ -20,16 +21,17 @@ import warnings
 import numpy as np
 
 from .. import grad_mode
-from .._fpstate import EXTOBJ as _EXTOBJ, IGNORE as _IGNORE
+from .._fpstate import EXTOBJ as _EXTOBJ
+from .._fpstate import IGNORE as _IGNORE
 from ..creation import zeros
 from .anomaly_mode import STATE as ANOMALY
 from .batching import BATCH, handles_batch, sum_to
-from .graph import (AccumulateGrad, grad_accumulator, run_post_hooks, run_pre_hooks,
-                    run_tensor_hooks)
+from .graph import AccumulateGrad, grad_accumulator, run_post_hooks, run_pre_hooks, run_tensor_hooks
 
 
-def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate=True,
-                 batched=False):
+def run_backward(
+    roots, grads, keep_graph, create_graph, inputs=None, accumulate=True, batched=False
+):
     """roots: [(node, output_nr)], grads: matching Tensors.  inputs: [Tensor] or None.
 
     Returns the captured gradients for ``inputs`` when ``accumulate`` is False (autograd.grad).
@@ -40,8 +42,8 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
     for (node, nr), g in zip(roots, grads):
         _add(buffers, node, nr, g)
 
-    captures = None   # node -> [(output_nr, input index)]
-    execute = None    # None = run every node
+    captures = None  # node -> [(output_nr, input index)]
+    execute = None  # None = run every node
     if inputs is not None:
         captures, execute = _plan(inputs, deps, {n for n, _ in roots}, accumulate)
     captured = [None] * (len(inputs) if inputs is not None else 0)
@@ -64,9 +66,15 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
             slots = buffers.pop(node, None)
             outs = None
             if slots is not None:
-                if plain and type(node) is not AccumulateGrad and node._tensor_hooks is None \
-                        and node._retain is None and node._pre_hooks is None \
-                        and node._post_hooks is None and captures is None:
+                if (
+                    plain
+                    and type(node) is not AccumulateGrad
+                    and node._tensor_hooks is None
+                    and node._retain is None
+                    and node._pre_hooks is None
+                    and node._post_hooks is None
+                    and captures is None
+                ):
                     # the common case: no hooks, no captures (NOTE [hook order] is moot)
                     if len(slots) == 1 and 0 in slots and getattr(node, "_nout", 1) == 1:
                         outs = conform_grads(node, node.apply((slots[0],)))
@@ -74,8 +82,11 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
                             node.release()
                     else:
                         outs = _run_node(node, slots, keep_graph, captures, captured, execute)
-                elif execute is None or node in execute or (captures is not None
-                                                            and node in captures):
+                elif (
+                    execute is None
+                    or node in execute
+                    or (captures is not None and node in captures)
+                ):
                     outs = _run_node(node, slots, keep_graph, captures, captured, execute)
             for i, (child, nr) in enumerate(node.next_functions):
                 if child is None:
@@ -98,8 +109,11 @@ def run_backward(roots, grads, keep_graph, create_graph, inputs=None, accumulate
 def _run_node(node, slots, keep_graph, captures, captured, execute):
     n = getattr(node, "_nout", 1)
     grads = (slots.get(0),) if n == 1 else tuple([slots.get(i) for i in range(n)])
-    if node._tensor_hooks is not None or node._retain is not None or (
-            type(node) is AccumulateGrad and node.variable._hooks):
+    if (
+        node._tensor_hooks is not None
+        or node._retain is not None
+        or (type(node) is AccumulateGrad and node.variable._hooks)
+    ):
         grads = run_tensor_hooks(node, grads)
     if captures is not None and node in captures:
         for nr, idx in captures[node]:
@@ -110,7 +124,7 @@ def _run_node(node, slots, keep_graph, captures, captured, execute):
             return None
     if node._pre_hooks:
         grads = run_pre_hooks(node, grads)
-    if (grads[0] is None if len(grads) == 1 else all(g is None for g in grads)):
+    if grads[0] is None if len(grads) == 1 else all(g is None for g in grads):
         return None
     if ANOMALY.enabled:
         outs = _apply_anomalous(node, grads)
@@ -120,9 +134,12 @@ def _run_node(node, slots, keep_graph, captures, captured, execute):
         outs = node.apply(grads)
     outs = conform_grads(node, outs)
     if execute is not None:  # grads for inputs nobody asked for are undefined (PyTorch)
-        outs = tuple(g if (c is not None and (c in execute or (captures is not None and
-                                                                 c in captures))) else None
-                     for g, (c, _) in zip(outs, node.next_functions))
+        outs = tuple(
+            g
+            if (c is not None and (c in execute or (captures is not None and c in captures)))
+            else None
+            for g, (c, _) in zip(outs, node.next_functions)
+        )
     if node._post_hooks:
         outs = run_post_hooks(node, outs, grads)
     if not keep_graph:
@@ -193,8 +210,10 @@ def conform_grads(node, outs):
     """Reduce/cast each gradient to its input's shape and dtype (the one central place)."""
     meta = node._in_meta
     if len(outs) != len(meta):
-        raise RuntimeError("function %s returned an incorrect number of gradients (expected %d, "
-                           "got %d)" % (node.name(), len(meta), len(outs)))
+        raise RuntimeError(
+            "function %s returned an incorrect number of gradients (expected %d, "
+            "got %d)" % (node.name(), len(meta), len(outs))
+        )
     fixed = None
     nb = BATCH.dims
     for i, g in enumerate(outs):
@@ -211,8 +230,9 @@ def conform_grads(node, outs):
                 if not _expandable(shape[nb:], gs[nb:]):
                     raise RuntimeError(
                         "Function %s returned an invalid gradient at index %d - got %s but "
-                        "expected shape compatible with %s" % (node.name(), i, list(gs[nb:]),
-                                                               list(shape[nb:])))
+                        "expected shape compatible with %s"
+                        % (node.name(), i, list(gs[nb:]), list(shape[nb:]))
+                    )
                 g = sum_to(g, shape[nb:], nb)
             if g._dtype is not dtype and dtype.is_inexact:
                 g = g.to(dtype)
@@ -220,32 +240,38 @@ def conform_grads(node, outs):
     return outs if fixed is None else tuple(fixed)
 
 
-
-
 def _expandable(shape, grad_shape):
     """True when ``shape`` broadcasts to ``grad_shape`` (so grad can be summed back)."""
     if len(shape) > len(grad_shape):
-        return all(s == 1 for s in shape[:len(shape) - len(grad_shape)]) and _expandable(
-            shape[len(shape) - len(grad_shape):], grad_shape)
+        return all(s == 1 for s in shape[: len(shape) - len(grad_shape)]) and _expandable(
+            shape[len(shape) - len(grad_shape) :], grad_shape
+        )
     off = len(grad_shape) - len(shape)
     return all(s == 1 or s == grad_shape[off + i] for i, s in enumerate(shape))
 
 
 def _apply_anomalous(node, grads):
     try:
-        outs = per_sample(node, grads, conform_grads) if BATCH.dims and not handles_batch(node) \
+        outs = (
+            per_sample(node, grads, conform_grads)
+            if BATCH.dims and not handles_batch(node)
             else node.apply(grads)
+        )
         if ANOMALY.check_nan:
             for i, g in enumerate(outs):
                 if g is not None and g._dtype.is_inexact and np.isnan(g._data).any():
-                    raise RuntimeError("Function '%s' returned nan values in its %dth output."
-                                       % (node.name(), i))
+                    raise RuntimeError(
+                        "Function '%s' returned nan values in its %dth output." % (node.name(), i)
+                    )
         return outs
     except Exception:
         if node._trace is not None:
-            warnings.warn("Error detected in %s. Traceback of forward call that caused the "
-                          "error:\n%s" % (node.name(), "".join(traceback.format_list(node._trace))),
-                          UserWarning, stacklevel=4)
+            warnings.warn(
+                "Error detected in %s. Traceback of forward call that caused the "
+                "error:\n%s" % (node.name(), "".join(traceback.format_list(node._trace))),
+                UserWarning,
+                stacklevel=4,
+            )
         raise
 
 
@@ -253,12 +279,15 @@ def per_sample(node, grads, fit):
     """NOTE [batched backward]'s fallback: run ``node`` once per batch element (unbatched),
     ``fit`` its results and stack them."""
     from ..ops.shape import stack  # cycle: ops import this package (graph, batching)
+
     n = next(g for g in grads if g is not None)._data.shape[0]
     nb = BATCH.dims
     BATCH.dims = 0
     try:
-        rows = [fit(node, node.apply(tuple(g[b] if g is not None else None for g in grads)))
-                for b in range(n)]
+        rows = [
+            fit(node, node.apply(tuple(g[b] if g is not None else None for g in grads)))
+            for b in range(n)
+        ]
     finally:
         BATCH.dims = nb
     outs = []
@@ -267,6 +296,5 @@ def per_sample(node, grads, fit):
         if all(c is None for c in col):
             outs.append(None)
             continue
-        outs.append(stack([c if c is not None else zeros(*meta[0], dtype=meta[1])
-                           for c in col], 0))
+        outs.append(stack([c if c is not None else zeros(*meta[0], dtype=meta[1]) for c in col], 0))
     return tuple(outs)

@@ -10,12 +10,15 @@ every op propagates tangents as it computes primals:
     differentiable backward formula.
 The tangent state itself lives in autograd/dual.py, below ops.
 """
+
 import collections
 import functools
 
 from .. import _flags, grad_mode
 from .._tensor import Tensor
+from ..creation import tensor, zeros, zeros_like
 from ..ops.registry import FORWARD_RULES, LINEAR, TRANSPOSE
+from . import grad
 from .dual import (
     DUAL,
     close_level,
@@ -24,11 +27,15 @@ from .dual import (
     set_tangent,
     tangent_of,
 )
-from ..creation import tensor, zeros, zeros_like
-from . import grad
 
-__all__ = ["UnpackedDualTensor", "dual_level", "enter_dual_level", "exit_dual_level",
-           "make_dual", "unpack_dual"]
+__all__ = [
+    "UnpackedDualTensor",
+    "dual_level",
+    "enter_dual_level",
+    "exit_dual_level",
+    "make_dual",
+    "unpack_dual",
+]
 
 _set_tangent = set_tangent  # the name ops/api.py and autograd/function.py import (new: dual)
 
@@ -57,16 +64,20 @@ class dual_level:
 def make_dual(tensor, tangent, *, level=None):
     """An alias of ``tensor`` whose tangent is ``tangent`` (same shape)."""
     if DUAL.level < 0:
-        raise RuntimeError("make_dual can only be used inside a dual_level context (use "
-                           "`with fwAD.dual_level():`)")
+        raise RuntimeError(
+            "make_dual can only be used inside a dual_level context (use `with fwAD.dual_level():`)"
+        )
     if not isinstance(tangent, Tensor) or tangent.shape != tensor.shape:
-        raise RuntimeError("Trying to set a forward gradient that has a different size than "
-                           "that of the original Tensor, this is not supported. Tensor is of "
-                           "size %s while the given forward gradient is of size %s."
-                           % (list(tensor.shape), list(getattr(tangent, "shape", ()))))
+        raise RuntimeError(
+            "Trying to set a forward gradient that has a different size than "
+            "that of the original Tensor, this is not supported. Tensor is of "
+            "size %s while the given forward gradient is of size %s."
+            % (list(tensor.shape), list(getattr(tangent, "shape", ())))
+        )
     if not tensor.dtype.is_inexact:
-        raise RuntimeError("Expected both tensor and its forward grad to be floating point or "
-                           "complex")
+        raise RuntimeError(
+            "Expected both tensor and its forward grad to be floating point or complex"
+        )
     alias = _alias(tensor)
     set_tangent(alias, tangent.to(tensor.dtype))
     return alias
@@ -74,8 +85,11 @@ def make_dual(tensor, tangent, *, level=None):
 
 def _alias(t):
     """A new tensor object sharing ``t``'s data, version counter and graph."""
-    return t.view_as(t) if t.requires_grad else Tensor._make(
-        t._data, None, 0, t._vc, t._base if t._base is not None else t)
+    return (
+        t.view_as(t)
+        if t.requires_grad
+        else Tensor._make(t._data, None, 0, t._vc, t._base if t._base is not None else t)
+    )
 
 
 def batched_dual_level(tensors, tangents):
@@ -91,7 +105,7 @@ def batched_dual_level(tensors, tangents):
 
 
 def _batch_shape(t):
-    return t.shape[:DUAL.tangent_batch_dims]
+    return t.shape[: DUAL.tangent_batch_dims]
 
 
 def unpack_dual(tensor, *, level=None):
@@ -137,15 +151,20 @@ def _transposed_jvp(fn, args, kwargs, outs):
         if not pairs:
             return
         vs = [zeros_like(o2).requires_grad_(True) for o2, _ in pairs]
-        gs = grad([o2 for o2, _ in pairs], list(prims.values()), vs, create_graph=True,
-                  allow_unused=True)
-        used = [(g, tangent_of(t)) for g, t in zip(gs, duals) if g is not None and
-                g.requires_grad]
+        gs = grad(
+            [o2 for o2, _ in pairs], list(prims.values()), vs, create_graph=True, allow_unused=True
+        )
+        used = [(g, tangent_of(t)) for g, t in zip(gs, duals) if g is not None and g.requires_grad]
         if not used:
             return
         # batched tangents: the second backward is a batched one (NOTE [batched backward])
-        ts = grad([g for g, _ in used], vs, [tan for _, tan in used], allow_unused=True,
-                  is_grads_batched=bool(DUAL.tangent_batch_dims))
+        ts = grad(
+            [g for g, _ in used],
+            vs,
+            [tan for _, tan in used],
+            allow_unused=True,
+            is_grads_batched=bool(DUAL.tangent_batch_dims),
+        )
     lead = _batch_shape(used[0][1])
     for (o2, o), tan in zip(pairs, ts):
         if tan is None:
@@ -156,6 +175,7 @@ def _transposed_jvp(fn, args, kwargs, outs):
 def with_jvp(fn):
     """Wrap a structured op so it propagates tangents inside a dual level (one flag check
     otherwise)."""
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         if not _flags.FWD:
@@ -170,6 +190,7 @@ def with_jvp(fn):
         finally:
             _flags.FWD = True
         return result
+
     wrapper.__wrapped_jvp__ = True
     return wrapper
 
@@ -185,8 +206,11 @@ def linear_jvp(fn):
         if not _flags.FWD:
             return fn(*args, **kwargs)
         t = tangent_of(args[0]) if args else None
-        if t is None or DUAL.tangent_batch_dims or any(
-                tangent_of(a) is not None for a in _tensors_in(args[1:], [])):
+        if (
+            t is None
+            or DUAL.tangent_batch_dims
+            or any(tangent_of(a) is not None for a in _tensors_in(args[1:], []))
+        ):
             return general(*args, **kwargs)
         _flags.FWD = False
         try:
@@ -198,6 +222,7 @@ def linear_jvp(fn):
             if o.dtype.is_inexact:
                 set_tangent(o, ot.detach())
         return result
+
     return wrapper
 
 
@@ -211,8 +236,9 @@ def _check_forward_ad(func, inputs, idx, eps, atol, rtol):
         u = rng.standard_normal(x.shape)
         with dual_level():
             args = list(inputs)
-            args[i] = make_dual(x.detach().requires_grad_(x.requires_grad),
-                                tensor(u, dtype=x.dtype))
+            args[i] = make_dual(
+                x.detach().requires_grad_(x.requires_grad), tensor(u, dtype=x.dtype)
+            )
             outs = _tensors_in(func(*args), [])
             tans = [unpack_dual(o).tangent for o in outs]
         orig = x._data.copy()

@@ -4,6 +4,7 @@ The ctx *is* the graph node (as in PyTorch): ``<Name>Backward`` is a subclass of
 created per Function class, so user Functions run through the same engine code path and hooks
 as built-in ops.  Forward runs under no_grad; backward runs with grad mode = create_graph.
 """
+
 import functools
 import traceback
 import warnings
@@ -25,8 +26,10 @@ class FunctionCtx:
     def save_for_backward(self, *tensors):
         for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, Tensor):
-                raise TypeError("save_for_backward can only save variables, but argument %d is "
-                                "of type %s" % (i, type(t).__name__))
+                raise TypeError(
+                    "save_for_backward can only save variables, but argument %d is "
+                    "of type %s" % (i, type(t).__name__)
+                )
         self.to_save = tensors
 
     def save_for_forward(self, *tensors):
@@ -81,17 +84,21 @@ class BackwardCFunction(Node, FunctionCtx):
         if len(result) > n and all(r is None for r in result[n:]):
             result = result[:n]
         if len(result) != n:
-            raise RuntimeError("function %s returned an incorrect number of gradients (expected "
-                               "%d, got %d)" % (self.name(), n, len(result)))
+            raise RuntimeError(
+                "function %s returned an incorrect number of gradients (expected "
+                "%d, got %d)" % (self.name(), n, len(result))
+            )
         for i, r in enumerate(result):
             if r is None:
                 continue
             if not isinstance(r, Tensor):
                 raise RuntimeError("expected Variable or None (got %s)" % type(r).__name__)
             if self._in_meta[i] is None:
-                raise RuntimeError("function %s returned a gradient different than None at "
-                                   "position %d, but the corresponding forward input was not a "
-                                   "Variable" % (self.name(), i + 1))
+                raise RuntimeError(
+                    "function %s returned a gradient different than None at "
+                    "position %d, but the corresponding forward input was not a "
+                    "Variable" % (self.name(), i + 1)
+                )
         return result
 
     def release(self):
@@ -114,21 +121,27 @@ class Function(metaclass=FunctionMeta):
     ``setup_context(ctx, inputs, output)``) and ``backward(ctx, *grads)``; call ``apply``."""
 
     def __init__(self, *args, **kwargs):
-        warnings.warn("%s should not be instantiated. Methods on autograd functions are all "
-                      "static, so you should invoke them on the class itself. Instantiating an "
-                      "autograd function will raise an error in a future version of PyTorch."
-                      % type(self), DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "%s should not be instantiated. Methods on autograd functions are all "
+            "static, so you should invoke them on the class itself. Instantiating an "
+            "autograd function will raise an error in a future version of PyTorch." % type(self),
+            DeprecationWarning,
+            stacklevel=2,
+        )
 
     def __call__(self, *args, **kwargs):
-        raise RuntimeError("Legacy autograd function with non-static forward method is "
-                           "deprecated. Please use new-style autograd function with static "
-                           "forward method. (Example: "
-                           "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
+        raise RuntimeError(
+            "Legacy autograd function with non-static forward method is "
+            "deprecated. Please use new-style autograd function with static "
+            "forward method. (Example: "
+            "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)"
+        )
 
     @staticmethod
     def forward(*args, **kwargs):
-        raise NotImplementedError("You must implement the forward function for custom "
-                                  "autograd.Function.")
+        raise NotImplementedError(
+            "You must implement the forward function for custom autograd.Function."
+        )
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -136,16 +149,20 @@ class Function(metaclass=FunctionMeta):
 
     @staticmethod
     def backward(ctx, *grad_outputs):
-        raise NotImplementedError("You must implement either the backward or vjp method for "
-                                  "your custom autograd.Function to use it with backward mode "
-                                  "AD.")
+        raise NotImplementedError(
+            "You must implement either the backward or vjp method for "
+            "your custom autograd.Function to use it with backward mode "
+            "AD."
+        )
 
     vjp = backward
 
     @staticmethod
     def jvp(ctx, *grad_inputs):
-        raise NotImplementedError("You must implement the jvp function for custom "
-                                  "autograd.Function to use it with forward mode AD.")
+        raise NotImplementedError(
+            "You must implement the jvp function for custom "
+            "autograd.Function to use it with forward mode AD."
+        )
 
     @classmethod
     def apply(cls, *args, **kwargs):
@@ -154,11 +171,12 @@ class Function(metaclass=FunctionMeta):
         ctx.needs_input_grad = needs
         record = grad_mode.STATE.enabled and any(needs)
         edges = tuple(edge(a) if isinstance(a, Tensor) else (None, 0) for a in args)
-        custom_setup = cls.setup_context.__func__ is not Function.setup_context.__func__ \
-            if hasattr(cls.setup_context, "__func__") else \
-            cls.setup_context is not Function.setup_context
-        dual = _flags.FWD and any(isinstance(a, Tensor) and "_fw_grad" in a.__dict__
-                                  for a in args)
+        custom_setup = (
+            cls.setup_context.__func__ is not Function.setup_context.__func__
+            if hasattr(cls.setup_context, "__func__")
+            else cls.setup_context is not Function.setup_context
+        )
+        dual = _flags.FWD and any(isinstance(a, Tensor) and "_fw_grad" in a.__dict__ for a in args)
         prev, prev_fwd = grad_mode.STATE.enabled, _flags.FWD
         grad_mode.STATE.enabled = False
         _flags.FWD = False  # the Function's jvp, not the ops inside forward, gives tangents
@@ -179,17 +197,23 @@ class Function(metaclass=FunctionMeta):
         inputs_by_id = {id(a): a for a in args if isinstance(a, Tensor)}
         for t in ctx.dirty_tensors:
             if not any(o is t for o in outs):
-                raise RuntimeError("Some elements marked as dirty during the forward method were "
-                                   "not returned as output. The inputs that are modified inplace "
-                                   "must all be outputs of the Function.")
+                raise RuntimeError(
+                    "Some elements marked as dirty during the forward method were "
+                    "not returned as output. The inputs that are modified inplace "
+                    "must all be outputs of the Function."
+                )
             if record and t.grad_fn is None and t._requires_grad:
-                raise RuntimeError("a leaf Variable that requires grad has been used in an "
-                                   "in-place operation.")
+                raise RuntimeError(
+                    "a leaf Variable that requires grad has been used in an in-place operation."
+                )
             t._vc[0] += 1
         if not record:
             return _with_tangents(outputs, tangents)
-        Node.__init__(ctx, edges, tuple((a._data.shape, a._dtype) if isinstance(a, Tensor)
-                                        else None for a in args))
+        Node.__init__(
+            ctx,
+            edges,
+            tuple((a._data.shape, a._dtype) if isinstance(a, Tensor) else None for a in args),
+        )
         ctx._nout = len(outs)
         if _flags.TAPS and ANOMALY.enabled:  # NOTE [one flag]
             ctx._trace = traceback.extract_stack()[:-1]
@@ -229,8 +253,12 @@ def _run_jvp(cls, ctx, args):
     """Forward-mode AD through a custom Function: its ``jvp(ctx, *tangents)`` (PyTorch's
     contract: one tangent per forward input, zeros for tensors without one, None otherwise).
     A Function without ``jvp`` raises PyTorch's NotImplementedError."""
-    tans = tuple((tangent_of(a) if tangent_of(a) is not None else zeros_like(a))
-                 if isinstance(a, Tensor) else None for a in args)
+    tans = tuple(
+        (tangent_of(a) if tangent_of(a) is not None else zeros_like(a))
+        if isinstance(a, Tensor)
+        else None
+        for a in args
+    )
     res = cls.jvp(ctx, *tans)
     return res if isinstance(res, tuple) else (res,)
 
@@ -246,6 +274,7 @@ def _with_tangents(outputs, tangents):
 
 def once_differentiable(fn):
     """Run ``backward`` under no_grad; differentiating its result again raises."""
+
     @functools.wraps(fn)
     def wrapper(ctx, *args):
         prev = grad_mode.STATE.enabled
@@ -261,9 +290,11 @@ def once_differentiable(fn):
             return outputs
         tup = outputs if isinstance(outputs, tuple) else (outputs,)
         err_inputs = [a for a in args if isinstance(a, Tensor) and a._requires_grad]
-        wrapped = tuple(_DelayedError.apply(o, *err_inputs)[0] if isinstance(o, Tensor) else o
-                        for o in tup)
+        wrapped = tuple(
+            _DelayedError.apply(o, *err_inputs)[0] if isinstance(o, Tensor) else o for o in tup
+        )
         return wrapped if isinstance(outputs, tuple) else wrapped[0]
+
     return wrapper
 
 
@@ -274,5 +305,6 @@ class _DelayedError(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        raise RuntimeError("trying to differentiate twice a function that was marked with "
-                           "@once_differentiable")
+        raise RuntimeError(
+            "trying to differentiate twice a function that was marked with @once_differentiable"
+        )

@@ -1,6 +1,7 @@
 """``nbgrad.autograd.functional``: jacobian, hessian, vjp, jvp, vhp, hvp (PyTorch's semantics,
 output structure and errors; SEMANTICS.md section 12).  jvp/hvp use the double-backward trick,
 as PyTorch's functional API does.  Loaded on first use, after ops (NOTE [autograd layering])."""
+
 import numpy as np
 
 from .. import grad_mode
@@ -21,12 +22,15 @@ def _as_tuple(inp, arg_name, fn_name):
     for i, el in enumerate(inp):
         if not isinstance(el, Tensor):
             if is_tuple:
-                raise TypeError("The %s given to %s must be either a Tensor or a tuple of "
-                                "Tensors but the value at index %d has type %s."
-                                % (arg_name, fn_name, i, type(el)))
-            raise TypeError("The %s given to %s must be either a Tensor or a tuple of Tensors "
-                            "but the given %s has type %s." % (arg_name, fn_name, arg_name,
-                                                               type(el)))
+                raise TypeError(
+                    "The %s given to %s must be either a Tensor or a tuple of "
+                    "Tensors but the value at index %d has type %s."
+                    % (arg_name, fn_name, i, type(el))
+                )
+            raise TypeError(
+                "The %s given to %s must be either a Tensor or a tuple of Tensors "
+                "but the given %s has type %s." % (arg_name, fn_name, arg_name, type(el))
+            )
     return is_tuple, inp
 
 
@@ -63,14 +67,17 @@ def _grad_postprocess(inputs, create_graph):
 def _validate_v(v, other, is_other_tuple):
     if len(other) != len(v):
         if is_other_tuple:
-            raise RuntimeError("v is a tuple of invalid length: should be %d but got %d."
-                               % (len(other), len(v)))
+            raise RuntimeError(
+                "v is a tuple of invalid length: should be %d but got %d." % (len(other), len(v))
+            )
         raise RuntimeError("The given v should contain a single Tensor.")
     for idx, (el_v, el_other) in enumerate(zip(v, other)):
         if el_v.shape != el_other.shape:
             prepend = "Entry %d in " % idx if is_other_tuple else ""
-            raise RuntimeError("%sv has invalid size: should be %s but got %s."
-                               % (prepend, el_other.shape, el_v.shape))
+            raise RuntimeError(
+                "%sv has invalid size: should be %s but got %s."
+                % (prepend, el_other.shape, el_v.shape)
+            )
 
 
 def _check_requires_grad(inputs, input_type, strict):
@@ -78,34 +85,49 @@ def _check_requires_grad(inputs, input_type, strict):
         return
     for i, inp in enumerate(inputs):
         if inp is None:
-            raise RuntimeError("The output of the user-provided function is independent of "
-                               "input %d. This is not allowed in strict mode." % i)
+            raise RuntimeError(
+                "The output of the user-provided function is independent of "
+                "input %d. This is not allowed in strict mode." % i
+            )
         if not inp._requires_grad:
             if input_type == "hessian":
-                raise RuntimeError("The hessian of the user-provided function with respect to "
-                                   "input %d is independent of the input. This is not allowed "
-                                   "in strict mode. You should ensure that your function is "
-                                   "thrice differentiable and that the hessian depends on the "
-                                   "inputs." % i)
+                raise RuntimeError(
+                    "The hessian of the user-provided function with respect to "
+                    "input %d is independent of the input. This is not allowed "
+                    "in strict mode. You should ensure that your function is "
+                    "thrice differentiable and that the hessian depends on the "
+                    "inputs." % i
+                )
             if input_type == "jacobian":
-                raise RuntimeError("While computing the hessian, found that the jacobian of the "
-                                   "user-provided function with respect to input %d is "
-                                   "independent of the input. This is not allowed in strict "
-                                   "mode. You should ensure that your function is twice "
-                                   "differentiable and that the jacobian depends on the inputs "
-                                   "(this would be violated by a linear function for example)."
-                                   % i)
+                raise RuntimeError(
+                    "While computing the hessian, found that the jacobian of the "
+                    "user-provided function with respect to input %d is "
+                    "independent of the input. This is not allowed in strict "
+                    "mode. You should ensure that your function is twice "
+                    "differentiable and that the jacobian depends on the inputs "
+                    "(this would be violated by a linear function for example)." % i
+                )
             if input_type == "grad_inputs":
-                raise RuntimeError("The gradient with respect to input %d is independent of the "
-                                   "inputs of the user-provided function. This is not allowed in "
-                                   "strict mode." % i)
-            raise RuntimeError("Output %d of the user-provided function does not require "
-                               "gradients. The outputs must be computed in a differentiable "
-                               "manner from the input when running in strict mode." % i)
+                raise RuntimeError(
+                    "The gradient with respect to input %d is independent of the "
+                    "inputs of the user-provided function. This is not allowed in "
+                    "strict mode." % i
+                )
+            raise RuntimeError(
+                "Output %d of the user-provided function does not require "
+                "gradients. The outputs must be computed in a differentiable "
+                "manner from the input when running in strict mode." % i
+            )
 
 
-def _autograd_grad(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=None,
-                   is_grads_batched=False):
+def _autograd_grad(
+    outputs,
+    inputs,
+    grad_outputs=None,
+    create_graph=False,
+    retain_graph=None,
+    is_grads_batched=False,
+):
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
     new_outputs, new_grad_outputs = [], []
@@ -115,9 +137,15 @@ def _autograd_grad(outputs, inputs, grad_outputs=None, create_graph=False, retai
             new_grad_outputs.append(go)
     if not new_outputs:
         return (None,) * len(inputs)
-    return grad(new_outputs, inputs, new_grad_outputs, allow_unused=True,
-                create_graph=create_graph, retain_graph=retain_graph,
-                is_grads_batched=is_grads_batched)
+    return grad(
+        new_outputs,
+        inputs,
+        new_grad_outputs,
+        allow_unused=True,
+        create_graph=create_graph,
+        retain_graph=retain_graph,
+        is_grads_batched=is_grads_batched,
+    )
 
 
 def _fill_in_zeros(grads, refs, strict, create_graph, stage):
@@ -126,20 +154,28 @@ def _fill_in_zeros(grads, refs, strict, create_graph, stage):
         if g is None:
             if strict:
                 if stage == "back":
-                    raise RuntimeError("The output of the user-provided function is independent "
-                                       "of input %d. This is not allowed in strict mode." % i)
+                    raise RuntimeError(
+                        "The output of the user-provided function is independent "
+                        "of input %d. This is not allowed in strict mode." % i
+                    )
                 if stage == "back_trick":
-                    raise RuntimeError("The gradient with respect to the input is independent of "
-                                       "entry %d in the grad_outputs when using the double "
-                                       "backward trick to compute forward mode gradients. This "
-                                       "is not allowed in strict mode." % i)
+                    raise RuntimeError(
+                        "The gradient with respect to the input is independent of "
+                        "entry %d in the grad_outputs when using the double "
+                        "backward trick to compute forward mode gradients. This "
+                        "is not allowed in strict mode." % i
+                    )
                 if stage == "double_back":
-                    raise RuntimeError("The jacobian of the user-provided function is independent "
-                                       "of input %d. This is not allowed in strict mode." % i)
-                raise RuntimeError("The hessian of the user-provided function is independent of "
-                                   "entry %d in the grad_jacobian. This is not allowed in strict "
-                                   "mode as it prevents from using the double backward trick to "
-                                   "replace forward mode AD." % i)
+                    raise RuntimeError(
+                        "The jacobian of the user-provided function is independent "
+                        "of input %d. This is not allowed in strict mode." % i
+                    )
+                raise RuntimeError(
+                    "The hessian of the user-provided function is independent of "
+                    "entry %d in the grad_jacobian. This is not allowed in strict "
+                    "mode as it prevents from using the double backward trick to "
+                    "replace forward mode AD." % i
+                )
             g = zeros_like(ref)
         res.append(g)
     return tuple(res)
@@ -147,9 +183,11 @@ def _fill_in_zeros(grads, refs, strict, create_graph, stage):
 
 def _check_outputs(outputs, fn_name):
     if not isinstance(outputs, (tuple, Tensor)):
-        raise TypeError("The outputs of the user-provided function given to %s must be either a "
-                        "Tensor or a tuple of Tensors but the given outputs of the user-provided "
-                        "function has type %s." % (fn_name, type(outputs)))
+        raise TypeError(
+            "The outputs of the user-provided function given to %s must be either a "
+            "Tensor or a tuple of Tensors but the given outputs of the user-provided "
+            "function has type %s." % (fn_name, type(outputs))
+        )
 
 
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
@@ -159,8 +197,9 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
         inputs = _grad_preprocess(inputs, create_graph, True)
         outputs = func(*inputs)
         _check_outputs(outputs, "vjp")
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
-                                              "vjp")
+        is_outputs_tuple, outputs = _as_tuple(
+            outputs, "outputs of the user-provided function", "vjp"
+        )
         _check_requires_grad(outputs, "outputs", strict)
         if v is not None:
             _, v = _as_tuple(v, "v", "vjp")
@@ -168,15 +207,19 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
             _validate_v(v, outputs, is_outputs_tuple)
         else:
             if len(outputs) != 1 or outputs[0].numel() != 1:
-                raise RuntimeError("The vector v can only be None if the user-provided function "
-                                   "returns a single Tensor with a single element.")
+                raise RuntimeError(
+                    "The vector v can only be None if the user-provided function "
+                    "returns a single Tensor with a single element."
+                )
         with grad_mode.set_grad_enabled(create_graph):
             grad_res = _autograd_grad(outputs, inputs, v, create_graph=create_graph)
             vjp_ = _fill_in_zeros(grad_res, inputs, strict, create_graph, "back")
     outputs = _grad_postprocess(outputs, create_graph)
     vjp_ = _grad_postprocess(vjp_, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(vjp_, is_inputs_tuple))
+    return (
+        _tuple_postprocess(outputs, is_outputs_tuple),
+        _tuple_postprocess(vjp_, is_inputs_tuple),
+    )
 
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
@@ -190,13 +233,16 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
             _validate_v(v, inputs, is_inputs_tuple)
         else:
             if len(inputs) != 1 or inputs[0].numel() != 1:
-                raise RuntimeError("The vector v can only be None if the input to the "
-                                   "user-provided function is a single Tensor with a single "
-                                   "element.")
+                raise RuntimeError(
+                    "The vector v can only be None if the input to the "
+                    "user-provided function is a single Tensor with a single "
+                    "element."
+                )
         outputs = func(*inputs)
         _check_outputs(outputs, "jvp")
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
-                                              "jvp")
+        is_outputs_tuple, outputs = _as_tuple(
+            outputs, "outputs of the user-provided function", "jvp"
+        )
         _check_requires_grad(outputs, "outputs", strict)
         grad_outputs = tuple(zeros_like(out).requires_grad_(True) for out in outputs)
         grad_inputs = _autograd_grad(outputs, inputs, grad_outputs, create_graph=True)
@@ -210,36 +256,49 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
             jvp_ = _fill_in_zeros(grad_res, outputs, strict, create_graph, "back_trick")
     outputs = _grad_postprocess(outputs, create_graph)
     jvp_ = _grad_postprocess(jvp_, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(jvp_, is_outputs_tuple))
+    return (
+        _tuple_postprocess(outputs, is_outputs_tuple),
+        _tuple_postprocess(jvp_, is_outputs_tuple),
+    )
 
 
-def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
-             strategy="reverse-mode"):
+def jacobian(
+    func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"
+):
     """The Jacobian: ``out.shape + in.shape`` per (output, input) pair."""
     if strategy not in ("forward-mode", "reverse-mode"):
-        raise ValueError('Expected strategy to be either "forward-mode" or "reverse-mode". Hint: '
-                         'If your function has more outputs than inputs, "forward-mode" tends to '
-                         'be more performant. Otherwise, prefer to use "reverse-mode".')
+        raise ValueError(
+            'Expected strategy to be either "forward-mode" or "reverse-mode". Hint: '
+            'If your function has more outputs than inputs, "forward-mode" tends to '
+            'be more performant. Otherwise, prefer to use "reverse-mode".'
+        )
     if strategy == "forward-mode":
         if create_graph:
-            raise NotImplementedError("torch.autograd.functional.jacobian: `create_graph=True` "
-                                      "and `strategy=\"forward-mode\"` are not supported "
-                                      "together (yet). Please either set `create_graph=False` "
-                                      "or `strategy=\"reverse-mode\"`.")
+            raise NotImplementedError(
+                "torch.autograd.functional.jacobian: `create_graph=True` "
+                'and `strategy="forward-mode"` are not supported '
+                "together (yet). Please either set `create_graph=False` "
+                'or `strategy="reverse-mode"`.'
+            )
         if strict:
-            raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
-                               "`strategy=\"forward-mode\"` are not supported together (yet). "
-                               "Please either set `strict=False` or "
-                               "`strategy=\"reverse-mode\"`.")
+            raise RuntimeError(
+                "torch.autograd.functional.jacobian: `strict=True` and "
+                '`strategy="forward-mode"` are not supported together (yet). '
+                "Please either set `strict=False` or "
+                '`strategy="reverse-mode"`.'
+            )
         if not vectorize:
-            raise NotImplementedError("Computing Jacobian using forward-AD or "
-                                      "forward-over-reverse Hessian isonly implemented for "
-                                      "`vectorize=True`.")
+            raise NotImplementedError(
+                "Computing Jacobian using forward-AD or "
+                "forward-over-reverse Hessian isonly implemented for "
+                "`vectorize=True`."
+            )
     if vectorize and strict:
-        raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
-                           "`vectorized=True` are not supported together. Please either set "
-                           "`strict=False` or `vectorize=False`.")
+        raise RuntimeError(
+            "torch.autograd.functional.jacobian: `strict=True` and "
+            "`vectorized=True` are not supported together. Please either set "
+            "`strict=False` or `vectorize=False`."
+        )
     if strategy == "forward-mode":
         return _jacobian_forward(func, inputs)
     with grad_mode.enable_grad():
@@ -247,8 +306,9 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
         inputs = _grad_preprocess(inputs, create_graph, True)
         outputs = func(*inputs)
         _check_outputs(outputs, "jacobian")
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
-                                              "jacobian")
+        is_outputs_tuple, outputs = _as_tuple(
+            outputs, "outputs of the user-provided function", "jacobian"
+        )
         _check_requires_grad(outputs, "outputs", strict)
         if vectorize:
             jacobian_ = _jacobian_batched(outputs, inputs, create_graph)
@@ -259,26 +319,38 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
             jac_i = [[] for _ in inputs]
             flat = out.reshape(-1)
             for j in range(flat.numel()):
-                vj = _autograd_grad((flat[j],), inputs, retain_graph=True,
-                                    create_graph=create_graph)
+                vj = _autograd_grad(
+                    (flat[j],), inputs, retain_graph=True, create_graph=create_graph
+                )
                 for el_idx, (jac_el, vj_el, inp_el) in enumerate(zip(jac_i, vj, inputs)):
                     if vj_el is not None:
                         if strict and create_graph and not vj_el._requires_grad:
-                            raise RuntimeError("The jacobian of the user-provided function is "
-                                               "independent of input %d. This is not allowed in "
-                                               "strict mode when create_graph=True." % i)
+                            raise RuntimeError(
+                                "The jacobian of the user-provided function is "
+                                "independent of input %d. This is not allowed in "
+                                "strict mode when create_graph=True." % i
+                            )
                         jac_el.append(vj_el)
                     else:
                         if strict:
-                            raise RuntimeError("Output %d of the user-provided function is "
-                                               "independent of input %d. This is not allowed in "
-                                               "strict mode." % (i, el_idx))
+                            raise RuntimeError(
+                                "Output %d of the user-provided function is "
+                                "independent of input %d. This is not allowed in "
+                                "strict mode." % (i, el_idx)
+                            )
                         jac_el.append(zeros(*inp_el.shape, dtype=inp_el.dtype))
-            jacobian_.append(tuple(
-                (stack(jac_i_el, 0).view(*(tuple(out.shape) + tuple(inputs[el].shape)))
-                 if jac_i_el else zeros(*(tuple(out.shape) + tuple(inputs[el].shape)),
-                                        dtype=inputs[el].dtype))
-                for el, jac_i_el in enumerate(jac_i)))
+            jacobian_.append(
+                tuple(
+                    (
+                        stack(jac_i_el, 0).view(*(tuple(out.shape) + tuple(inputs[el].shape)))
+                        if jac_i_el
+                        else zeros(
+                            *(tuple(out.shape) + tuple(inputs[el].shape)), dtype=inputs[el].dtype
+                        )
+                    )
+                    for el, jac_i_el in enumerate(jac_i)
+                )
+            )
         jacobian_ = _grad_postprocess(tuple(jacobian_), create_graph)
         return _tuple_postprocess(jacobian_, (is_outputs_tuple, is_inputs_tuple))
 
@@ -288,24 +360,29 @@ def _hvp_forward_over_reverse(func, inputs, v):
     _, v = _as_tuple(v, "v", "hvp")
     _validate_v(v, inputs, is_inputs_tuple)
     with grad_mode.enable_grad(), fwAD.dual_level():
-        duals = tuple(fwAD.make_dual(x.detach().requires_grad_(True), t.detach())
-                      for x, t in zip(inputs, v))
+        duals = tuple(
+            fwAD.make_dual(x.detach().requires_grad_(True), t.detach()) for x, t in zip(inputs, v)
+        )
         outputs = func(*duals)
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
-                                              "hvp")
+        is_outputs_tuple, outputs = _as_tuple(
+            outputs, "outputs of the user-provided function", "hvp"
+        )
         if is_outputs_tuple or not isinstance(outputs[0], Tensor):
             raise RuntimeError("The function given to hvp should return a single Tensor")
         if outputs[0].numel() != 1:
-            raise RuntimeError("The Tensor returned by the function given to hvp should contain "
-                               "a single element")
+            raise RuntimeError(
+                "The Tensor returned by the function given to hvp should contain a single element"
+            )
         jac = _autograd_grad(outputs, duals, create_graph=True)
         res = []
         for x, g in zip(inputs, jac):
             t = fwAD.unpack_dual(g).tangent if g is not None else None
             res.append(t.detach() if t is not None else zeros_like(x))
         out = fwAD.unpack_dual(outputs[0]).primal.detach()
-    return (_tuple_postprocess((out,), is_outputs_tuple),
-            _tuple_postprocess(tuple(res), is_inputs_tuple))
+    return (
+        _tuple_postprocess((out,), is_outputs_tuple),
+        _tuple_postprocess(tuple(res), is_inputs_tuple),
+    )
 
 
 def _standard_basis(tensors):
@@ -325,8 +402,7 @@ def _jacobian_batched(outputs, inputs, create_graph):
     """vectorize=True: every row of every output's Jacobian from ONE backward whose gradients
     carry a batch dim (NOTE [batched backward]), then split per output."""
     basis, numels = _standard_basis(outputs)
-    vj = _autograd_grad(outputs, inputs, basis, create_graph=create_graph,
-                        is_grads_batched=True)
+    vj = _autograd_grad(outputs, inputs, basis, create_graph=create_graph, is_grads_batched=True)
     total = sum(numels)
     res = [[] for _ in outputs]
     for x, g in zip(inputs, vj):
@@ -337,8 +413,14 @@ def _jacobian_batched(outputs, inputs, create_graph):
     return tuple(tuple(r) for r in res)
 
 
-def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
-            outer_jacobian_strategy="reverse-mode"):
+def hessian(
+    func,
+    inputs,
+    create_graph=False,
+    strict=False,
+    vectorize=False,
+    outer_jacobian_strategy="reverse-mode",
+):
     """The Hessian of a scalar function."""
     is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
 
@@ -349,8 +431,10 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
         if is_out_tuple or not isinstance(out, Tensor):
             raise RuntimeError("The function given to hessian should return a single Tensor")
         if out.numel() != 1:
-            raise RuntimeError("The Tensor returned by the function given to hessian should "
-                               "contain a single element")
+            raise RuntimeError(
+                "The Tensor returned by the function given to hessian should "
+                "contain a single element"
+            )
         return out.squeeze()
 
     def jac_func(*inp):
@@ -362,8 +446,14 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
         _check_requires_grad(jac, "jacobian", strict)
         return jac
 
-    res = jacobian(jac_func, inputs, create_graph=create_graph, strict=strict,
-                   vectorize=vectorize, strategy=outer_jacobian_strategy)
+    res = jacobian(
+        jac_func,
+        inputs,
+        create_graph=create_graph,
+        strict=strict,
+        vectorize=vectorize,
+        strategy=outer_jacobian_strategy,
+    )
     return _tuple_postprocess(res, (is_inputs_tuple, is_inputs_tuple))
 
 
@@ -376,16 +466,19 @@ def _scalar_fn_setup(func, inputs, v, create_graph, strict, name):
         v = _grad_preprocess(v, create_graph, False)
         _validate_v(v, inputs, is_inputs_tuple)
     elif len(inputs) != 1 or inputs[0].numel() != 1:
-        raise RuntimeError("The vector v can only be None if the input to the user-provided "
-                           "function is a single Tensor with a single element.")
+        raise RuntimeError(
+            "The vector v can only be None if the input to the user-provided "
+            "function is a single Tensor with a single element."
+        )
     outputs = func(*inputs)
     is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", name)
     _check_requires_grad(outputs, "outputs", strict)
     if is_outputs_tuple or not isinstance(outputs[0], Tensor):
         raise RuntimeError("The function given to %s should return a single Tensor" % name)
     if outputs[0].numel() != 1:
-        raise RuntimeError("The Tensor returned by the function given to %s should contain a "
-                           "single element" % name)
+        raise RuntimeError(
+            "The Tensor returned by the function given to %s should contain a single element" % name
+        )
     jac = _autograd_grad(outputs, inputs, create_graph=True)
     _check_requires_grad(jac, "jacobian", strict)
     return is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac
@@ -395,14 +488,17 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), v^T H)."""
     with grad_mode.enable_grad():
         is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac = _scalar_fn_setup(
-            func, inputs, v, create_graph, strict, "vhp")
+            func, inputs, v, create_graph, strict, "vhp"
+        )
         with grad_mode.set_grad_enabled(create_graph):
             grad_res = _autograd_grad(jac, inputs, v, create_graph=create_graph)
             vhp_ = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back")
     outputs = _grad_postprocess(outputs, create_graph)
     vhp_ = _grad_postprocess(vhp_, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(vhp_, is_inputs_tuple))
+    return (
+        _tuple_postprocess(outputs, is_outputs_tuple),
+        _tuple_postprocess(vhp_, is_inputs_tuple),
+    )
 
 
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
@@ -416,7 +512,8 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
             pass
     with grad_mode.enable_grad():
         is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac = _scalar_fn_setup(
-            func, inputs, v, create_graph, strict, "hvp")
+            func, inputs, v, create_graph, strict, "hvp"
+        )
         grad_jac = tuple(zeros_like(inp).requires_grad_(True) for inp in inputs)
         double_back = _autograd_grad(jac, inputs, grad_jac, create_graph=True)
         _check_requires_grad(jac, "hessian", strict)
@@ -425,8 +522,10 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
             hvp_ = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back_trick")
     outputs = _grad_postprocess(outputs, create_graph)
     hvp_ = _grad_postprocess(hvp_, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(hvp_, is_inputs_tuple))
+    return (
+        _tuple_postprocess(outputs, is_outputs_tuple),
+        _tuple_postprocess(hvp_, is_inputs_tuple),
+    )
 
 
 def _jacobian_forward(func, inputs):
@@ -440,8 +539,9 @@ def _jacobian_forward(func, inputs):
     try:
         outputs = func(*duals)
         _check_outputs(outputs, "jacobian")
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
-                                              "jacobian")
+        is_outputs_tuple, outputs = _as_tuple(
+            outputs, "outputs of the user-provided function", "jacobian"
+        )
         tangents = [fwAD.unpack_dual(o).tangent for o in outputs]
         outputs = [fwAD.unpack_dual(o).primal for o in outputs]
     finally:
@@ -454,7 +554,8 @@ def _jacobian_forward(func, inputs):
         row = []
         for x, part in zip(inputs, tan.split(numels, 0)):
             # the batch dim runs over input elements: move it behind the output's dims
-            row.append(part.permute(*range(1, part.ndim), 0).reshape(
-                *(tuple(out.shape) + tuple(x.shape))))
+            row.append(
+                part.permute(*range(1, part.ndim), 0).reshape(*(tuple(out.shape) + tuple(x.shape)))
+            )
         res.append(tuple(row))
     return _tuple_postprocess(tuple(res), (is_outputs_tuple, is_inputs_tuple))

@@ -3,6 +3,7 @@
 ``nbgrad.autograd.gradcheck`` is the function; this module stays importable by its full name
 (``from nbgrad.autograd.gradcheck import GradcheckError``), as in PyTorch.
 """
+
 import warnings
 
 import numpy as np
@@ -20,6 +21,7 @@ class GradcheckError(RuntimeError):
 
 def _grad(*args, **kwargs):
     from . import grad  # cycle: the autograd package imports this module before defining grad
+
     return grad(*args, **kwargs)
 
 
@@ -54,9 +56,13 @@ def _numerical_jacobians(func, inputs, idx, eps):
             def run(v):
                 # grad mode stays on: func may differentiate internally (gradgradcheck)
                 x._data.flat[j] = v
-                return [o._data.astype(np.complex128 if o._dtype.is_complex else
-                                       np.float64).reshape(-1).copy()
-                        for o in _differentiable(_outputs(func, inputs))]
+                return [
+                    o._data.astype(np.complex128 if o._dtype.is_complex else np.float64)
+                    .reshape(-1)
+                    .copy()
+                    for o in _differentiable(_outputs(func, inputs))
+                ]
+
             plus = run(orig + eps)
             minus = run(orig - eps)
             x._data.flat[j] = orig
@@ -69,8 +75,9 @@ def _numerical_jacobians(func, inputs, idx, eps):
 
 def _analytical_jacobians(func, inputs, idx, check_grad_dtypes):
     outs = _differentiable(_outputs(func, inputs))
-    jac = [[np.zeros((inputs[i]._data.size, o._data.size)) for i in range(len(inputs))]
-           for o in outs]
+    jac = [
+        [np.zeros((inputs[i]._data.size, o._data.size)) for i in range(len(inputs))] for o in outs
+    ]
     diff_inputs = [inputs[i] for i in idx]
     for k, o in enumerate(outs):
         if not o._requires_grad:
@@ -103,21 +110,40 @@ def _prepare(inputs, fname="gradcheck"):
     inputs, _ = _as_tuple(inputs)
     idx = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t._requires_grad]
     if not idx:
-        raise ValueError("%s expects at least one input tensor to require gradient, but none "
-                         "of them have requires_grad=True." % fname)
+        raise ValueError(
+            "%s expects at least one input tensor to require gradient, but none "
+            "of them have requires_grad=True." % fname
+        )
     for i in idx:
         if inputs[i]._dtype.name not in ("float64", "complex128"):
-            warnings.warn("Input #%d requires gradient and is not a double precision floating "
-                          "point or complex. This check will likely fail if all the inputs are "
-                          "not of double precision floating point or complex. " % i,
-                          UserWarning, stacklevel=3)
+            warnings.warn(
+                "Input #%d requires gradient and is not a double precision floating "
+                "point or complex. This check will likely fail if all the inputs are "
+                "not of double precision floating point or complex. " % i,
+                UserWarning,
+                stacklevel=3,
+            )
     return inputs, idx
 
 
-def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exception=True,
-              nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
-              check_batched_grad=False, check_batched_forward_grad=False,
-              check_forward_ad=False, check_backward_ad=True, fast_mode=False, masked=None):
+def gradcheck(
+    func,
+    inputs,
+    *,
+    eps=1e-06,
+    atol=1e-05,
+    rtol=0.001,
+    raise_exception=True,
+    nondet_tol=0.0,
+    check_undefined_grad=True,
+    check_grad_dtypes=False,
+    check_batched_grad=False,
+    check_batched_forward_grad=False,
+    check_forward_ad=False,
+    check_backward_ad=True,
+    fast_mode=False,
+    masked=None,
+):
     """Check ``func``'s gradients at ``inputs`` against central finite differences."""
     inputs, idx = _prepare(inputs)
     outs = _differentiable(_outputs(func, inputs))
@@ -131,10 +157,12 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
             for k in range(len(outs)):
                 for i in idx:
                     if not np.allclose(ana[k][i], num[k][i], rtol=rtol, atol=atol):
-                        return _fail("Jacobian mismatch for output %d with respect to input %d,\n"
-                                     "numerical:%s\nanalytical:%s\n"
-                                     % (k, i, _fmt(num[k][i]), _fmt(ana[k][i])),
-                                     raise_exception)
+                        return _fail(
+                            "Jacobian mismatch for output %d with respect to input %d,\n"
+                            "numerical:%s\nanalytical:%s\n"
+                            % (k, i, _fmt(num[k][i]), _fmt(ana[k][i])),
+                            raise_exception,
+                        )
             ana2 = _analytical_jacobians(func, inputs, idx, False)
             for k in range(len(outs)):
                 for i in idx:
@@ -151,7 +179,9 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
                             " The workaround depends on how your test invokes gradcheck/"
                             "gradgradcheck.\nIf the test\n- manually invokes gradcheck/"
                             "gradgradcheck, then call gradcheck/gradgradcheck\n  with `nondet_tol"
-                            "=<tol>` as a keyword argument.\n" % nondet_tol, raise_exception)
+                            "=<tol>` as a keyword argument.\n" % nondet_tol,
+                            raise_exception,
+                        )
         if not ok:
             return False
         if check_undefined_grad:
@@ -162,25 +192,34 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
                 grads = _grad(live, diff, zeros, allow_unused=True)
                 for g in grads:
                     if g is not None and np.any(g._data != 0):
-                        return _fail("Expected backward function to handle undefined output "
-                                     "grads. Please look at \"Notes about undefined output "
-                                     "gradients\" in \"tools/autograd/derivatives.yaml\"",
-                                     raise_exception)
+                        return _fail(
+                            "Expected backward function to handle undefined output "
+                            'grads. Please look at "Notes about undefined output '
+                            'gradients" in "tools/autograd/derivatives.yaml"',
+                            raise_exception,
+                        )
         if check_batched_grad:
-            if not _batched_check(_differentiable(_outputs(func, inputs)), inputs, idx, atol,
-                                  rtol):
-                return _fail("gradcheck or gradgradcheck failed while testing batched gradient "
-                             "computation.", raise_exception)
+            if not _batched_check(_differentiable(_outputs(func, inputs)), inputs, idx, atol, rtol):
+                return _fail(
+                    "gradcheck or gradgradcheck failed while testing batched gradient computation.",
+                    raise_exception,
+                )
     if check_forward_ad:
         from .forward_ad import _check_forward_ad  # cycle: forward_ad sits above ops
+
         if not _check_forward_ad(func, inputs, idx, eps, atol, rtol):
-            return _fail("Jacobian computed with forward mode mismatch for output 0 with respect "
-                         "to input 0", raise_exception)
+            return _fail(
+                "Jacobian computed with forward mode mismatch for output 0 with respect to input 0",
+                raise_exception,
+            )
     if check_batched_forward_grad and not _batched_forward_check(func, inputs, idx, atol, rtol):
-        return _fail("gradcheck or gradgradcheck failed while testing batched gradient "
-                     "computation. This could have been invoked in a number of ways (via a test "
-                     "that calls gradcheck/gradgradcheck directly or via an autogenerated test). "
-                     "(forward-mode AD, batched tangents)", raise_exception)
+        return _fail(
+            "gradcheck or gradgradcheck failed while testing batched gradient "
+            "computation. This could have been invoked in a number of ways (via a test "
+            "that calls gradcheck/gradgradcheck directly or via an autogenerated test). "
+            "(forward-mode AD, batched tangents)",
+            raise_exception,
+        )
     return True
 
 
@@ -188,6 +227,7 @@ def _batched_forward_check(func, inputs, idx, atol, rtol):
     """check_batched_forward_grad: one forward pass with batched tangents equals one forward
     pass per tangent row."""
     from . import forward_ad as fwAD  # cycle: forward_ad sits above ops (autograd/__init__)
+
     rng = np.random.default_rng(1)
     diff = [inputs[i] for i in idx]
     us = [tensor(rng.standard_normal((3,) + x._data.shape), dtype=x._dtype) for x in diff]
@@ -202,21 +242,27 @@ def _batched_forward_check(func, inputs, idx, atol, rtol):
             return [fwAD.unpack_dual(o).tangent for o in outs]
         finally:
             fwAD.exit_dual_level()
-    batched = tangents(lambda: fwAD.batched_dual_level(
-        [x.detach().requires_grad_(x.requires_grad) for x in diff], us))
+
+    batched = tangents(
+        lambda: fwAD.batched_dual_level(
+            [x.detach().requires_grad_(x.requires_grad) for x in diff], us
+        )
+    )
 
     def row(b):
         fwAD.enter_dual_level()
-        return [fwAD.make_dual(x.detach().requires_grad_(x.requires_grad), u[b])
-                for x, u in zip(diff, us)]
+        return [
+            fwAD.make_dual(x.detach().requires_grad_(x.requires_grad), u[b])
+            for x, u in zip(diff, us)
+        ]
+
     rows = [tangents(lambda b=b: row(b)) for b in range(3)]
     for k, t in enumerate(batched):
         for b in range(3):
             want = rows[b][k]
             got = t._data[b] if t is not None else None
             if want is None or got is None:
-                if (want is not None and np.any(want._data)) or (got is not None and
-                                                                  np.any(got)):
+                if (want is not None and np.any(want._data)) or (got is not None and np.any(got)):
                     return False
             elif not np.allclose(got, want._data, rtol=rtol, atol=atol):
                 return False
@@ -233,8 +279,10 @@ def _batched_check(outs, inputs, idx, atol, rtol):
     diff = [inputs[i] for i in idx]
     vs = [tensor(rng.standard_normal((3,) + o._data.shape), dtype=o._dtype) for o in live]
     batched = _grad(live, diff, vs, retain_graph=True, allow_unused=True, is_grads_batched=True)
-    rows = [_grad(live, diff, [v[b] for v in vs], retain_graph=True, allow_unused=True)
-            for b in range(3)]
+    rows = [
+        _grad(live, diff, [v[b] for v in vs], retain_graph=True, allow_unused=True)
+        for b in range(3)
+    ]
     for k, g in enumerate(batched):
         want = [r[k] for r in rows]
         if g is None:
@@ -279,23 +327,48 @@ def _fast_check(func, inputs, idx, outs, eps, atol, rtol, raise_exception):
                     "issues/53876 for more background about fast mode. Below, we recompute "
                     "numerical and analytical jacobians in slow mode:\n\nNumerical:\n %s\n"
                     "Analytical:\n%s\n\nThe max per-element difference (slow mode) is: %r.\n"
-                    % (k, i, numerical, analytical, _fmt(num), _fmt(ana),
-                       float(np.max(np.abs(num - ana), initial=0.0))), raise_exception)
+                    % (
+                        k,
+                        i,
+                        numerical,
+                        analytical,
+                        _fmt(num),
+                        _fmt(ana),
+                        float(np.max(np.abs(num - ana), initial=0.0)),
+                    ),
+                    raise_exception,
+                )
     return True
 
 
-def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-06, atol=1e-05, rtol=0.001,
-                  gen_non_contig_grad_outputs=False, raise_exception=True, nondet_tol=0.0,
-                  check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
-                  check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False,
-                  masked=False):
+def gradgradcheck(
+    func,
+    inputs,
+    grad_outputs=None,
+    *,
+    eps=1e-06,
+    atol=1e-05,
+    rtol=0.001,
+    gen_non_contig_grad_outputs=False,
+    raise_exception=True,
+    nondet_tol=0.0,
+    check_undefined_grad=True,
+    check_grad_dtypes=False,
+    check_batched_grad=False,
+    check_fwd_over_rev=False,
+    check_rev_over_rev=True,
+    fast_mode=False,
+    masked=False,
+):
     """gradcheck of the first-order gradients (computed with create_graph=True)."""
     inputs, idx = _prepare(inputs, "gradgradcheck")
     outs = _differentiable(_outputs(func, inputs))
     if grad_outputs is None:
         rng = np.random.default_rng(0)
-        grad_outputs = tuple(tensor(rng.standard_normal(o._data.shape), dtype=o._dtype,
-                                    requires_grad=True) for o in outs)
+        grad_outputs = tuple(
+            tensor(rng.standard_normal(o._data.shape), dtype=o._dtype, requires_grad=True)
+            for o in outs
+        )
     else:
         grad_outputs, _ = _as_tuple(grad_outputs)
     n_in = len(inputs)
@@ -304,12 +377,22 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-06, atol=1e-05, rto
         ins, gos = args[:n_in], args[n_in:]
         o = [t for t in _differentiable(_outputs(func, ins)) if t._requires_grad]
         diff = [ins[i] for i in idx]
-        grads = _grad(o, diff, list(gos[:len(o)]), create_graph=True, allow_unused=True)
+        grads = _grad(o, diff, list(gos[: len(o)]), create_graph=True, allow_unused=True)
         return tuple(g for g in grads if g is not None)
 
     # rev-over-rev: reverse-mode gradcheck of the gradient; fwd-over-rev: forward-mode
-    return gradcheck(first_order, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol,
-                     rtol=rtol, raise_exception=raise_exception, nondet_tol=nondet_tol,
-                     check_undefined_grad=False, check_grad_dtypes=check_grad_dtypes,
-                     check_batched_grad=check_batched_grad, check_forward_ad=check_fwd_over_rev,
-                     check_backward_ad=check_rev_over_rev, fast_mode=fast_mode)
+    return gradcheck(
+        first_order,
+        tuple(inputs) + tuple(grad_outputs),
+        eps=eps,
+        atol=atol,
+        rtol=rtol,
+        raise_exception=raise_exception,
+        nondet_tol=nondet_tol,
+        check_undefined_grad=False,
+        check_grad_dtypes=check_grad_dtypes,
+        check_batched_grad=check_batched_grad,
+        check_forward_ad=check_fwd_over_rev,
+        check_backward_ad=check_rev_over_rev,
+        fast_mode=fast_mode,
+    )

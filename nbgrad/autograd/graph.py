@@ -3,6 +3,7 @@
 No op-specific code here: a registry op's node class only names itself and calls its OpDef.
 Saved tensors live in autograd/saved.py; ``saved_tensors_hooks`` is public here, as in PyTorch.
 """
+
 import itertools
 import weakref
 
@@ -37,7 +38,7 @@ class Node:
 
     def __init__(self, next_functions=(), in_meta=()):
         self.next_functions = next_functions
-        self._in_meta = in_meta          # (shape, dtype) per slot: the engine sums/casts to it
+        self._in_meta = in_meta  # (shape, dtype) per slot: the engine sums/casts to it
         self._seq = next_seq()
 
     def name(self):
@@ -102,10 +103,15 @@ class AccumulateGrad(Node):
         var, g = self.variable, grads[0]
         old = var._grad
         if old is None:
-            if grad_mode.STATE.enabled:      # create_graph: keep the graph of the gradient
+            if grad_mode.STATE.enabled:  # create_graph: keep the graph of the gradient
                 from ..ops.registry import result  # cycle: ops sit above graph (Node base)
-                var._grad = result(g._data.copy(), "torch::autograd::CopyBackwards", (g,),
-                                   lambda node, grads: (grads[0],))
+
+                var._grad = result(
+                    g._data.copy(),
+                    "torch::autograd::CopyBackwards",
+                    (g,),
+                    lambda node, grads: (grads[0],),
+                )
             else:
                 a = var._data
                 arr = np.empty_like(a) if _dense(a) else np.empty(a.shape, a.dtype)
@@ -121,15 +127,14 @@ class AccumulateGrad(Node):
                 r = hook(var)
                 if r is not None:
                     if isinstance(r, Tensor):
-                        raise RuntimeError("Tensor post accumulate grad hooks should return "
-                                           "None.")
-                    raise TypeError("expected Variable, but hook returned '%s'"
-                                    % type(r).__name__)
+                        raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+                    raise TypeError("expected Variable, but hook returned '%s'" % type(r).__name__)
         return ()
 
 
 # ---------------------------------------------------------------------------------------------
 # Running hooks: the engine calls these in NOTE [hook order] (autograd/engine.py).
+
 
 def run_tensor_hooks(node, grads):
     """Tensor hooks of the node's outputs (its leaf's, for AccumulateGrad), then retain_grad."""
@@ -187,9 +192,10 @@ def _check_tensor_hook(hook, r, g):
     if r._data.shape != g._data.shape:
         raise RuntimeError("hook '%s' has changed the size of value" % _hook_name(hook))
     if r._dtype is not g._dtype:
-        raise RuntimeError("hook '%s' has changed the type of value (was torch.%sTensor got "
-                           "torch.%sTensor)" % (_hook_name(hook), g._dtype._legacy,
-                                                r._dtype._legacy))
+        raise RuntimeError(
+            "hook '%s' has changed the type of value (was torch.%sTensor got "
+            "torch.%sTensor)" % (_hook_name(hook), g._dtype._legacy, r._dtype._legacy)
+        )
     return r
 
 
@@ -197,13 +203,16 @@ def _check_hook_tuple(hook, r, n):
     if not isinstance(r, (tuple, list)):
         raise TypeError("expected tuple, but hook returned '%s'" % type(r).__name__)
     if len(r) != n:
-        raise RuntimeError("hook '%s' has returned an incorrect number of values (got %d, but "
-                           "expected %d)" % (_hook_name(hook), len(r), n))
+        raise RuntimeError(
+            "hook '%s' has returned an incorrect number of values (got %d, but "
+            "expected %d)" % (_hook_name(hook), len(r), n)
+        )
     return tuple(r)
 
 
 # ---------------------------------------------------------------------------------------------
 # Edges
+
 
 def edge(t):
     """The (node, input_nr) pair gradients for tensor ``t`` flow into; (None, 0) if none."""

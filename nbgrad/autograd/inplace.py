@@ -3,6 +3,7 @@
 
 Above ops (it runs any op's forward and backward); ``_tensor_methods`` installs the ``*_``
 methods and ``__setitem__`` from here."""
+
 import numpy as np
 
 from .. import _flags
@@ -11,8 +12,8 @@ from ..creation import tensor
 from ..grad_mode import STATE
 from ..ops.indexing import _scatter_lin, _take_lin, index_put
 from ..ops.registry import new_node, node_class
-from .engine import conform_grads
 from .dual import set_tangent
+from .engine import conform_grads
 from .graph import SavedOutput, edge
 
 _make = Tensor._make
@@ -22,14 +23,18 @@ def check_inplace(self):
     """PyTorch's errors for in-place writes that autograd cannot record."""
     a = self._data
     if any(st == 0 and n > 1 for st, n in zip(a.strides, a.shape)):
-        raise RuntimeError("unsupported operation: more than one element of the written-to "
-                           "tensor refers to a single memory location. Please clone() the tensor "
-                           "before performing the operation.")
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to "
+            "tensor refers to a single memory location. Please clone() the tensor "
+            "before performing the operation."
+        )
     if self._inference and not STATE.inference:
-        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
-                           "allowed.You can make a clone to get a normal tensor before doing "
-                           "inplace update.See https://github.com/pytorch/rfcs/pull/17 for more "
-                           "details.")
+        raise RuntimeError(
+            "Inplace update to inference tensor outside InferenceMode is not "
+            "allowed.You can make a clone to get a normal tensor before doing "
+            "inplace update.See https://github.com/pytorch/rfcs/pull/17 for more "
+            "details."
+        )
     if not STATE.enabled:
         return
     fv = self.__dict__.get("_fn_view")
@@ -39,7 +44,8 @@ def check_inplace(self):
             "inside a custom Function (or because an input was returned as-is) and the autograd "
             "logic to handle view+inplace would override the custom backward associated with the "
             "custom Function, leading to incorrect gradients. This behavior is forbidden. You can "
-            "fix this by cloning the output of the custom Function." % fv)
+            "fix this by cloning the output of the custom Function." % fv
+        )
     base = self._base
     if base is not None and base.grad_fn is None and base._requires_grad:
         if getattr(self, "_view_no_grad", False):
@@ -48,12 +54,15 @@ def check_inplace(self):
                 "enabled. Given that this use case is ambiguous and error-prone, it is forbidden. "
                 "You can clarify your code by moving both the view and the inplace either both "
                 "inside the no_grad block (if you don't want the inplace to be tracked) or both "
-                "outside (if you want the inplace to be tracked).")
-        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
-                           "in-place operation.")
+                "outside (if you want the inplace to be tracked)."
+            )
+        raise RuntimeError(
+            "a view of a leaf Variable that requires grad is being used in an in-place operation."
+        )
     if self.grad_fn is None and self._requires_grad and base is None:
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
-                           "operation.")
+        raise RuntimeError(
+            "a leaf Variable that requires grad is being used in an in-place operation."
+        )
 
 
 def inplace(self, fn, *args, **kwargs):
@@ -65,8 +74,9 @@ def inplace(self, fn, *args, **kwargs):
     (``_rebase``) so gradients reach the base and everything it came from.
     """
     check_inplace(self)
-    record = STATE.enabled and (self._requires_grad or any(
-        isinstance(a, Tensor) and a._requires_grad for a in args))
+    record = STATE.enabled and (
+        self._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args)
+    )
     src = self
     if record:
         src = _make(self._data.copy(), self.grad_fn, self._output_nr)
@@ -77,17 +87,23 @@ def inplace(self, fn, *args, **kwargs):
             src._fw_grad = self._fw_grad
     res = fn(src, *args, **kwargs)
     if res._dtype.category > self._dtype.category:
-        raise RuntimeError("result type %s can't be cast to the desired output type %s"
-                           % (res._dtype._legacy, self._dtype._legacy))
+        raise RuntimeError(
+            "result type %s can't be cast to the desired output type %s"
+            % (res._dtype._legacy, self._dtype._legacy)
+        )
     if res._data.shape != self._data.shape:
         try:
             np.broadcast_to(res._data, self._data.shape)
         except ValueError:
-            raise RuntimeError("output with shape %s doesn't match the broadcast shape %s"
-                               % (list(self._data.shape), list(res._data.shape))) from None
+            raise RuntimeError(
+                "output with shape %s doesn't match the broadcast shape %s"
+                % (list(self._data.shape), list(res._data.shape))
+            ) from None
         if res._data.size != self._data.size:
-            raise RuntimeError("output with shape %s doesn't match the broadcast shape %s"
-                               % (list(self._data.shape), list(res._data.shape)))
+            raise RuntimeError(
+                "output with shape %s doesn't match the broadcast shape %s"
+                % (list(self._data.shape), list(res._data.shape))
+            )
     self._data[...] = res._data
     self._vc[0] += 1
     if _flags.FWD and "_fw_grad" in res.__dict__:
@@ -117,14 +133,17 @@ def _view_positions(view, base):
     """Flat (C-order) positions in ``base`` of each element of ``view`` (same storage)."""
     b = base._data
     if not b.flags.c_contiguous:
-        raise RuntimeError("nbgrad: in-place on a view of a non-contiguous tensor that requires "
-                           "grad is not supported; clone() the base first")
+        raise RuntimeError(
+            "nbgrad: in-place on a view of a non-contiguous tensor that requires "
+            "grad is not supported; clone() the base first"
+        )
     isz = b.itemsize
     off = (view._data.__array_interface__["data"][0] - b.__array_interface__["data"][0]) // isz
     strides = tuple(st // isz for st in view._data.strides)
     lin = np.arange(b.size, dtype=np.int64)
-    return np.lib.stride_tricks.as_strided(lin[off:], shape=view._data.shape,
-                                           strides=tuple(st * 8 for st in strides)).copy()
+    return np.lib.stride_tricks.as_strided(
+        lin[off:], shape=view._data.shape, strides=tuple(st * 8 for st in strides)
+    ).copy()
 
 
 def _rebase(view, node):
@@ -138,7 +157,7 @@ def _rebase(view, node):
         g = grads[0]
         gslice = _take_lin(g, lin)
         inner = conform_grads(node, node.op(node, (gslice,)))
-        keep = g - _scatter_lin(gslice, shape, lin)     # g with the view region zeroed
+        keep = g - _scatter_lin(gslice, shape, lin)  # g with the view region zeroed
         gbase = keep if inner[0] is None else keep + _scatter_lin(inner[0], shape, lin)
         return (gbase,) + tuple(inner[1:])
 
@@ -164,8 +183,9 @@ def setitem(x, idx, value):
     """``x[idx] = value``: an in-place index_put (CopySlices when recorded)."""
     if STATE.enabled and x.grad_fn is None and x._requires_grad:
         # PyTorch writes through a view (x[idx].copy_(value)), hence the "view of a leaf" text
-        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
-                           "in-place operation.")
+        raise RuntimeError(
+            "a view of a leaf Variable that requires grad is being used in an in-place operation."
+        )
     if isinstance(value, (list, tuple, np.ndarray)):
         value = tensor(value, dtype=x._dtype)
     if isinstance(value, Tensor) and value._dtype is not x._dtype:

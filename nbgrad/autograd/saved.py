@@ -5,6 +5,7 @@ NOTE [saved tensor lifetime]: an op saves inputs by reference (no cycle) and its
 (array, version counter) only, rebuilding a Tensor whose grad_fn is the node on unpack; holding
 the output Tensor would make out -> node -> out a reference cycle.
 """
+
 import re
 import threading
 
@@ -21,11 +22,13 @@ ERR_FREED = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
     "they have already been freed). Saved intermediate values of the graph are freed when you call "
     ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
-    "graph a second time or if you need to access saved tensors after calling backward.")
+    "graph a second time or if you need to access saved tensors after calling backward."
+)
 
 
 class _Hooks(threading.local):
     """The open ``saved_tensors_hooks``: per thread, as PyTorch's (NOTE [mode state])."""
+
     stack = ()  # (pack, unpack) pairs, innermost last
 
 
@@ -74,9 +77,11 @@ class SavedTensor(_Saved):
 
     def __init__(self, t):
         if t._inference and not GRAD_MODE.inference:
-            raise RuntimeError("Inference tensors cannot be saved for backward. To work around "
-                               "you can make a clone to get a normal tensor and use it in "
-                               "autograd.")
+            raise RuntimeError(
+                "Inference tensors cannot be saved for backward. To work around "
+                "you can make a clone to get a normal tensor and use it in "
+                "autograd."
+            )
         self.tensor = t
         self.version = t._vc[0]
         self.hooked = None
@@ -120,7 +125,7 @@ class SavedOutput(_Saved):
         self.data = t._data
         self.vc = t._vc
         self.version = t._vc[0]
-        self.fw = None      # (dual level generation, tangent): forward-over-reverse needs it
+        self.fw = None  # (dual level generation, tangent): forward-over-reverse needs it
         self.hooked = None
         if _flags.TAPS and HOOKS.stack:
             self.hooked = _pack(t)
@@ -161,12 +166,15 @@ def version_error(saved, node):
         if not name.startswith("torch::"):
             name = re.sub(r"Backward\d*$", "", name)
         where = ", which is output %d of %s," % (nr, name)
-    hint = ("Hint: the backtrace further above shows the operation that failed to compute its "
-            "gradient. The variable in question was changed in there or anywhere later. Good luck!"
-            if ANOMALY.enabled else
-            "Hint: enable anomaly detection to find the operation that failed to compute its "
-            "gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+    hint = (
+        "Hint: the backtrace further above shows the operation that failed to compute its "
+        "gradient. The variable in question was changed in there or anywhere later. Good luck!"
+        if ANOMALY.enabled
+        else "Hint: enable anomaly detection to find the operation that failed to compute its "
+        "gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False)."
+    )
     return RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
         "operation: [torch.%sTensor %s]%s is at version %d; expected version %d instead. %s"
-        % (dt, shape, where, saved.vc[0], saved.version, hint))
+        % (dt, shape, where, saved.vc[0], saved.version, hint)
+    )

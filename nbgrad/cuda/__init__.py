@@ -1,5 +1,7 @@
 """``nbgrad.cuda``: device queries.  numba.cuda is imported lazily, only when asked."""
+
 import functools
+
 from .. import random
 
 __all__ = ["is_available", "device_count", "synchronize", "manual_seed", "manual_seed_all"]

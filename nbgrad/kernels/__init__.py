@@ -1,4 +1,5 @@
 """Compiled code only (Numba); no autograd logic.  build.py generates the formula kernels."""
+
 import numba  # noqa: F401  (after nbgrad/__init__.py ran _config, which set NUMBA_CACHE_DIR)
 
 from .. import _config
@@ -8,5 +9,4 @@ from .. import _config
 # mode.  Measured in NUMBA-NOTES.md section 3.3.
 FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
 
-JIT = {"nogil": True, "cache": _config.USE_DISK_CACHE, "error_model": "numpy",
-       "fastmath": FASTMATH}
+JIT = {"nogil": True, "cache": _config.USE_DISK_CACHE, "error_model": "numpy", "fastmath": FASTMATH}

@@ -3,12 +3,36 @@
 This module is also the plain-Python (``math``) binding of it, holding the one copy of each
 helper body; kernels/cpu/scalar.py and kernels/cuda/scalar.py compile those bodies with ``rebind``.
 """
+
 import math
 import types
 
-VOCAB = ("where", "sigmoid", "sign", "rsqrt", "erf", "exp", "exp2", "log", "log2", "log1p",
-         "expm1", "sqrt", "sin", "cos", "tan", "tanh", "floor", "ceil", "trunc", "rint", "fabs",
-         "isnan", "maximum", "minimum")
+VOCAB = (
+    "where",
+    "sigmoid",
+    "sign",
+    "rsqrt",
+    "erf",
+    "exp",
+    "exp2",
+    "log",
+    "log2",
+    "log1p",
+    "expm1",
+    "sqrt",
+    "sin",
+    "cos",
+    "tan",
+    "tanh",
+    "floor",
+    "ceil",
+    "trunc",
+    "rint",
+    "fabs",
+    "isnan",
+    "maximum",
+    "minimum",
+)
 
 __all__ = list(VOCAB) + ["VOCAB", "rebind"]
 
@@ -37,11 +61,11 @@ def rebind(fn, namespace):
     A binding passes its module's ``globals()``, so a helper body written here calls that
     binding's library functions (``np.exp`` on the CPU, ``math.exp`` on CUDA) when compiled.
     """
-    return types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__,
-                              fn.__closure__)
+    return types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__, fn.__closure__)
 
 
 # Helpers: every binding compiles these bodies.
+
 
 def where(c, a, b):
     return a if c else b
@@ -80,6 +104,7 @@ def minimum(a, b):
 
 
 # For targets whose library lacks them (CUDA's math); the CPU binding uses numpy's ufuncs.
+
 
 def exp2(x):
     return math.pow(2.0, x)

@@ -1,6 +1,7 @@
 """``nbgrad.nn.functional``: PyTorch's signatures over the nn ops of ops/nn/ and the pointwise
 activations, plus what PyTorch itself composes (l1_loss, normalize, bilinear, soft-target
 cross_entropy, ...), composed the same way here so that the node names match PyTorch's."""
+
 import warnings
 
 import numpy as np
@@ -30,24 +31,53 @@ from ..ops.registry import REGISTRY as _R
 from ..ops.registry import write_out as _write_out
 from ..ops.shape import broadcast_tensors as _broadcast_tensors
 
-__all__ = ["avg_pool2d", "batch_norm", "bilinear", "binary_cross_entropy",
-           "binary_cross_entropy_with_logits", "conv1d", "conv2d", "cross_entropy", "dropout",
-           "embedding", "gelu", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax",
-           "max_pool2d", "mse_loss", "nll_loss", "normalize", "one_hot", "pad", "relu", "relu_",
-           "sigmoid", "silu", "softmax", "softplus", "tanh"]
+__all__ = [
+    "avg_pool2d",
+    "batch_norm",
+    "bilinear",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "conv1d",
+    "conv2d",
+    "cross_entropy",
+    "dropout",
+    "embedding",
+    "gelu",
+    "l1_loss",
+    "layer_norm",
+    "leaky_relu",
+    "linear",
+    "log_softmax",
+    "max_pool2d",
+    "mse_loss",
+    "nll_loss",
+    "normalize",
+    "one_hot",
+    "pad",
+    "relu",
+    "relu_",
+    "sigmoid",
+    "silu",
+    "softmax",
+    "softplus",
+    "tanh",
+]
 
 _make = Tensor._make
 
 
 def _tensor_arg(x, fn, name="input", pos=1):
     if not isinstance(x, Tensor):
-        raise TypeError("%s(): argument '%s' (position %d) must be Tensor, not %s"
-                        % (fn, name, pos, type(x).__name__))
+        raise TypeError(
+            "%s(): argument '%s' (position %d) must be Tensor, not %s"
+            % (fn, name, pos, type(x).__name__)
+        )
     return x
 
 
 # ---------------------------------------------------------------------------------------------
 # linear, bilinear
+
 
 def linear(input, weight, bias=None):
     """y = input @ weight.T + bias (PyTorch: MmBackward0 / AddmmBackward0 / ViewBackward0)."""
@@ -58,8 +88,9 @@ def linear(input, weight, bias=None):
     if input.ndim == 2:
         return _linear.addmm(input, weight, bias)
     if input.ndim == 0:
-        raise RuntimeError("both arguments to linear need to be at least 1D, but they are 0D "
-                           "and %dD" % weight.ndim)
+        raise RuntimeError(
+            "both arguments to linear need to be at least 1D, but they are 0D and %dD" % weight.ndim
+        )
     lead = tuple(input.shape[:-1])
     out = _linear.addmm(input.reshape(-1, input.shape[-1]), weight, bias)
     return out.view(*lead, out.shape[-1])
@@ -67,21 +98,29 @@ def linear(input, weight, bias=None):
 
 def _check_bilinear(x1, x2, weight):
     if x1.ndim != x2.ndim:
-        raise RuntimeError("bilinear(): input dimensions do not match: got %d and %d"
-                           % (x1.ndim, x2.ndim))
+        raise RuntimeError(
+            "bilinear(): input dimensions do not match: got %d and %d" % (x1.ndim, x2.ndim)
+        )
     for d in range(x1.ndim - 1):
         if x1.shape[d] != x2.shape[d]:
-            raise RuntimeError("bilinear(): input batch dimensions do not match at dim %d: got "
-                               "%d and %d" % (d, x1.shape[d], x2.shape[d]))
+            raise RuntimeError(
+                "bilinear(): input batch dimensions do not match at dim %d: got "
+                "%d and %d" % (d, x1.shape[d], x2.shape[d])
+            )
     if weight.ndim != 3:
-        raise RuntimeError("bilinear(): weight must be three-dimensional, got %d dimensions"
-                           % weight.ndim)
+        raise RuntimeError(
+            "bilinear(): weight must be three-dimensional, got %d dimensions" % weight.ndim
+        )
     if x1.shape[-1] != weight.shape[1]:
-        raise RuntimeError("bilinear(): input1 size does not match weight size: got %d but "
-                           "expected %d" % (x1.shape[-1], weight.shape[1]))
+        raise RuntimeError(
+            "bilinear(): input1 size does not match weight size: got %d but "
+            "expected %d" % (x1.shape[-1], weight.shape[1])
+        )
     if x2.shape[-1] != weight.shape[2]:
-        raise RuntimeError("bilinear(): input2 size does not match weight size: got %d but "
-                           "expected %d" % (x2.shape[-1], weight.shape[2]))
+        raise RuntimeError(
+            "bilinear(): input2 size does not match weight size: got %d but "
+            "expected %d" % (x2.shape[-1], weight.shape[2])
+        )
 
 
 def bilinear(input1, input2, weight, bias=None):
@@ -89,8 +128,7 @@ def bilinear(input1, input2, weight, bias=None):
     x1, x2 = _tensor_arg(input1, "bilinear", "input1"), _tensor_arg(input2, "bilinear", "input2", 2)
     _check_bilinear(x1, x2, weight)
     lead = tuple(x1.shape[:-1])
-    y = _einsum("bi,oij,bj->bo", x1.reshape(-1, x1.shape[-1]), weight,
-                x2.reshape(-1, x2.shape[-1]))
+    y = _einsum("bi,oij,bj->bo", x1.reshape(-1, x1.shape[-1]), weight, x2.reshape(-1, x2.shape[-1]))
     if len(lead) != 1:
         y = y.view(*lead, weight.shape[0])
     if bias is not None:
@@ -101,13 +139,16 @@ def bilinear(input1, input2, weight, bias=None):
 # ---------------------------------------------------------------------------------------------
 # convolution, pooling
 
+
 def _convnd(input, weight, bias, stride, padding, dilation, groups, nd, conv):
     fname = "conv%dd" % nd
     x = _tensor_arg(input, fname)
     _tensor_arg(weight, fname, "weight", 2)
     if x.ndim not in (nd + 1, nd + 2):
-        raise RuntimeError("Expected %dD (unbatched) or %dD (batched) input to %s, but got input "
-                           "of size: %s" % (nd + 1, nd + 2, fname, list(x.shape)))
+        raise RuntimeError(
+            "Expected %dD (unbatched) or %dD (batched) input to %s, but got input "
+            "of size: %s" % (nd + 1, nd + 2, fname, list(x.shape))
+        )
     if x.ndim == nd + 1:
         return conv(x.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
     return conv(x, weight, bias, stride, padding, dilation, groups)
@@ -121,8 +162,9 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 2, _conv.conv2d)
 
 
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-               return_indices=False):
+def max_pool2d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
     _tensor_arg(input, "max_pool2d")
     y, idx = _pool.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
     return (y, idx) if return_indices else y
@@ -131,16 +173,25 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 max_pool2d_with_indices = max_pool2d
 
 
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
-               count_include_pad=True, divisor_override=None):
+def avg_pool2d(
+    input,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode=False,
+    count_include_pad=True,
+    divisor_override=None,
+):
     _tensor_arg(input, "avg_pool2d")
-    geo = _pool.avg_pool2d_geometry(input, kernel_size, stride, padding, ceil_mode,
-                                    count_include_pad, divisor_override)
+    geo = _pool.avg_pool2d_geometry(
+        input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+    )
     return _pool.avg_pool2d(input, geo)
 
 
 # ---------------------------------------------------------------------------------------------
 # dropout, embedding
+
 
 def dropout(input, p=0.5, training=True, inplace=False):
     """Train mode: ``input * mask / (1 - p)`` (MulBackward0), the mask drawn from nbgrad's
@@ -153,21 +204,31 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if p == 1:
         mask = np.zeros((), input._data.dtype)
     else:
-        keep = _random.rng().random(input.shape, dtype=np.float64 if input._dtype is _dt.float64
-                                    else np.float32) < (1.0 - p)
+        keep = _random.rng().random(
+            input.shape, dtype=np.float64 if input._dtype is _dt.float64 else np.float32
+        ) < (1.0 - p)
         mask = (keep * (1.0 / (1.0 - p))).astype(input._data.dtype)
     m = _make(mask)
     return input.mul_(m) if inplace else _api.mul(input, m)
 
 
-def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
-              scale_grad_by_freq=False, sparse=False):
+def embedding(
+    input,
+    weight,
+    padding_idx=None,
+    max_norm=None,
+    norm_type=2.0,
+    scale_grad_by_freq=False,
+    sparse=False,
+):
     _tensor_arg(input, "embedding")
     _tensor_arg(weight, "embedding", "weight", 2)
     if input._dtype not in (_dt.int64, _dt.int32):
-        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
-                           "following scalar types: Long, Int; but got torch.%sTensor instead "
-                           "(while checking arguments for embedding)" % input._dtype._legacy)
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the "
+            "following scalar types: Long, Int; but got torch.%sTensor instead "
+            "(while checking arguments for embedding)" % input._dtype._legacy
+        )
     if weight.ndim != 2:
         raise RuntimeError("'weight' must be 2-D")
     V = weight.shape[0]
@@ -186,18 +247,20 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
 # ---------------------------------------------------------------------------------------------
 # normalisation
 
+
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    return _norm.layer_norm(_tensor_arg(input, "layer_norm"), normalized_shape, weight, bias,
-                            eps)
+    return _norm.layer_norm(_tensor_arg(input, "layer_norm"), normalized_shape, weight, bias, eps)
 
 
-def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
-               momentum=0.1, eps=1e-5):
+def batch_norm(
+    input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5
+):
     """Batch statistics in training (updating the running buffers in place with ``momentum``
     and the unbiased variance), running statistics in evaluation mode."""
     x = _tensor_arg(input, "batch_norm")
-    mean, rstd = _norm.batch_norm_stats(x, running_mean, running_var, weight, bias, training,
-                                        momentum, eps)
+    mean, rstd = _norm.batch_norm_stats(
+        x, running_mean, running_var, weight, bias, training, momentum, eps
+    )
     C = x.shape[1]
     w = weight.reshape(C) if weight is not None and weight.ndim != 1 else weight
     b = bias.reshape(C) if bias is not None and bias.ndim != 1 else bias
@@ -206,6 +269,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 # ---------------------------------------------------------------------------------------------
 # activations (registry pointwise ops)
+
 
 def relu(input, inplace=False):
     return input.relu_() if inplace else _api.relu(input)
@@ -262,6 +326,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 # ---------------------------------------------------------------------------------------------
 # losses
 
+
 def _reduction(size_average, reduce, reduction, stacklevel=4):
     """The ``reduction`` string, from the deprecated size_average/reduce pair when given (with
     PyTorch's warning, attributed ``stacklevel`` frames up: the loss function's caller)."""
@@ -269,8 +334,12 @@ def _reduction(size_average, reduce, reduction, stacklevel=4):
         size_average = True if size_average is None else size_average
         reduce = True if reduce is None else reduce
         reduction = "mean" if (size_average and reduce) else ("sum" if reduce else "none")
-        warnings.warn("size_average and reduce args will be deprecated, please use "
-                      "reduction='%s' instead." % reduction, UserWarning, stacklevel=stacklevel)
+        warnings.warn(
+            "size_average and reduce args will be deprecated, please use "
+            "reduction='%s' instead." % reduction,
+            UserWarning,
+            stacklevel=stacklevel,
+        )
     if reduction not in ("none", "mean", "sum"):
         raise ValueError("%s is not a valid value for reduction" % reduction)
     return reduction
@@ -282,10 +351,13 @@ def _elementwise_loss_args(input, target, size_average, reduce, reduction, fname
     _tensor_arg(input, fname)
     _tensor_arg(target, fname, "target", 2)
     if tuple(target.shape) != tuple(input.shape):
-        warnings.warn("Using a target size (%s) that is different to the input size (%s). This "
-                      "will likely lead to incorrect results due to broadcasting. Please ensure "
-                      "they have the same size." % (_size(target.shape), _size(input.shape)),
-                      UserWarning, stacklevel=3)
+        warnings.warn(
+            "Using a target size (%s) that is different to the input size (%s). This "
+            "will likely lead to incorrect results due to broadcasting. Please ensure "
+            "they have the same size." % (_size(target.shape), _size(input.shape)),
+            UserWarning,
+            stacklevel=3,
+        )
     reduction = _reduction(size_average, reduce, reduction, stacklevel=4)
     x, t = input, target
     if tuple(x.shape) != tuple(t.shape):
@@ -308,16 +380,18 @@ def _weighted(err, weight, input, reduction):
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    x, t, reduction = _elementwise_loss_args(input, target, size_average, reduce, reduction,
-                                             "mse_loss")
+    x, t, reduction = _elementwise_loss_args(
+        input, target, size_average, reduce, reduction, "mse_loss"
+    )
     if weight is not None:
         return _weighted((x - t) ** 2, weight, input, reduction)
     return _loss.mse_loss(x, t, reduction)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    x, t, reduction = _elementwise_loss_args(input, target, size_average, reduce, reduction,
-                                             "l1_loss")
+    x, t, reduction = _elementwise_loss_args(
+        input, target, size_average, reduce, reduction, "l1_loss"
+    )
     err = (x - t).abs()
     if weight is not None:
         return _weighted(err, weight, input, reduction)
@@ -326,8 +400,9 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     return err.sum() if reduction == "sum" else err.mean()
 
 
-def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
-             reduction="mean"):
+def nll_loss(
+    input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"
+):
     _tensor_arg(input, "nll_loss")
     _tensor_arg(target, "nll_loss", "target", 2)
     reduction = _reduction(size_average, reduce, reduction)
@@ -335,14 +410,18 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
 
 
 def _ce_probs(x, target, weight, reduction, smoothing):
-    if target._dtype.category < 2:
-        raise RuntimeError("Expected floating point type for target with class probabilities, "
-                           "got %s" % target._dtype._legacy)
+    if not target._dtype.is_inexact:
+        raise RuntimeError(
+            "Expected floating point type for target with class probabilities, "
+            "got %s" % target._dtype._legacy
+        )
     cdim = 0 if x.ndim == 1 else 1
     C = x.shape[cdim]
     if weight is not None and (weight.ndim != 1 or weight.shape[0] != C):
-        raise RuntimeError("weight tensor should be defined either for all %d classes or no "
-                           "classes but got weight tensor of shape: %s" % (C, list(weight.shape)))
+        raise RuntimeError(
+            "weight tensor should be defined either for all %d classes or no "
+            "classes but got weight tensor of shape: %s" % (C, list(weight.shape))
+        )
     lp = _softmax.log_softmax(x, cdim)
     if smoothing > 0:
         target = target * (1 - smoothing) + smoothing / C
@@ -360,32 +439,41 @@ def _ce_probs(x, target, weight, reduction, smoothing):
     return _loss.div_scalar(-(prod.sum()), x.numel() / C)
 
 
-def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
-                  reduce=None, reduction="mean", label_smoothing=0.0):
+def cross_entropy(
+    input,
+    target,
+    weight=None,
+    size_average=None,
+    ignore_index=-100,
+    reduce=None,
+    reduction="mean",
+    label_smoothing=0.0,
+):
     """Class indices: one fused Numba log-softmax + NLL kernel forward and backward (stable for
     logits of any magnitude).  Class probabilities: log_softmax composed like PyTorch."""
     x = _tensor_arg(input, "cross_entropy")
     _tensor_arg(target, "cross_entropy", "target", 2)
     reduction = _reduction(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
-        raise RuntimeError("label_smoothing must be between 0.0 and 1.0. Got: %s"
-                           % label_smoothing)
+        raise RuntimeError("label_smoothing must be between 0.0 and 1.0. Got: %s" % label_smoothing)
     if tuple(x.shape) == tuple(target.shape):
         _float_arg(x, "cross_entropy")
         return _ce_probs(x, target, weight, reduction, float(label_smoothing))
-    return _loss.cross_entropy(x, target, weight, ignore_index, reduction,
-                               float(label_smoothing))
+    return _loss.cross_entropy(x, target, weight, ignore_index, reduction, float(label_smoothing))
 
 
-def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
-                         reduction="mean"):
+def binary_cross_entropy(
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean"
+):
     x = _tensor_arg(input, "binary_cross_entropy")
     _tensor_arg(target, "binary_cross_entropy", "target", 2)
     reduction = _reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(x.shape):
-        raise ValueError("Using a target size (%s) that is different to the input size (%s) is "
-                         "deprecated. Please ensure they have the same size."
-                         % (_size(target.shape), _size(x.shape)))
+        raise ValueError(
+            "Using a target size (%s) that is different to the input size (%s) is "
+            "deprecated. Please ensure they have the same size."
+            % (_size(target.shape), _size(x.shape))
+        )
     _float_arg(x, "binary_cross_entropy")
     _no_grad_arg(weight, "binary_cross_entropy", "weight")
     if weight is not None:
@@ -393,14 +481,17 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _loss.binary_cross_entropy(x, target, weight, reduction)
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
-                                     reduction="mean", pos_weight=None):
+def binary_cross_entropy_with_logits(
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None
+):
     x = _tensor_arg(input, "binary_cross_entropy_with_logits")
     _tensor_arg(target, "binary_cross_entropy_with_logits", "target", 2)
     reduction = _reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(x.shape):
-        raise ValueError("Target size (%s) must be the same as input size (%s)"
-                         % (_size(target.shape), _size(x.shape)))
+        raise ValueError(
+            "Target size (%s) must be the same as input size (%s)"
+            % (_size(target.shape), _size(x.shape))
+        )
     _float_arg(x, "binary_cross_entropy_with_logits")
     _no_grad_arg(weight, "binary_cross_entropy_with_logits", "weight")
     _no_grad_arg(pos_weight, "binary_cross_entropy_with_logits", "pos_weight")
@@ -412,6 +503,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 # ---------------------------------------------------------------------------------------------
 # one_hot, pad, normalize
+
 
 def one_hot(tensor, num_classes=-1):
     _tensor_arg(tensor, "one_hot", "tensor")

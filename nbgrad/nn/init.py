@@ -5,6 +5,7 @@ Every initialiser writes under ``no_grad`` through an in-place Tensor method (``
 draws from nbgrad's default generator (``nbgrad.manual_seed``) unless ``generator=`` is given.
 The draws are numpy PCG64 streams, so values match PyTorch in distribution, not bit for bit.
 """
+
 import math
 import warnings
 
@@ -14,14 +15,44 @@ from .. import grad_mode
 from .. import random as _random
 from ..creation import from_numpy
 
-__all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
-           "zeros_", "eye_", "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
-           "kaiming_normal_", "orthogonal_", "sparse_", "uniform", "normal", "constant", "eye",
-           "dirac", "xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal",
-           "orthogonal", "sparse"]
+__all__ = [
+    "calculate_gain",
+    "uniform_",
+    "normal_",
+    "trunc_normal_",
+    "constant_",
+    "ones_",
+    "zeros_",
+    "eye_",
+    "dirac_",
+    "xavier_uniform_",
+    "xavier_normal_",
+    "kaiming_uniform_",
+    "kaiming_normal_",
+    "orthogonal_",
+    "sparse_",
+    "uniform",
+    "normal",
+    "constant",
+    "eye",
+    "dirac",
+    "xavier_uniform",
+    "xavier_normal",
+    "kaiming_uniform",
+    "kaiming_normal",
+    "orthogonal",
+    "sparse",
+]
 
-_LINEAR_FNS = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-               "conv_transpose3d")
+_LINEAR_FNS = (
+    "linear",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
+)
 
 
 def _no_grad_uniform_(tensor, a, b, generator=None):
@@ -65,7 +96,7 @@ def calculate_gain(nonlinearity, param=None):
             negative_slope = param
         else:
             raise ValueError(f"negative_slope {param} not a valid number")
-        return math.sqrt(2.0 / (1 + negative_slope ** 2))
+        return math.sqrt(2.0 / (1 + negative_slope**2))
     if nonlinearity == "selu":
         return 3.0 / 4
     raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
@@ -81,22 +112,26 @@ def normal_(tensor, mean=0.0, std=1.0, generator=None):
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     """Normal(mean, std) redrawn until every value lies in ``[a, b]``."""
+
     def norm_cdf(x):
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
     if (mean < a - 2 * std) or (mean > b + 2 * std):
-        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
-                      "The distribution of values may be incorrect.", stacklevel=2)
+        warnings.warn(
+            "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
+            "The distribution of values may be incorrect.",
+            stacklevel=2,
+        )
     rng = _random.rng(generator)
     shape = tuple(tensor.shape)
     p = norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std)
-    if p > 0.3:                        # plain rejection from the normal
+    if p > 0.3:  # plain rejection from the normal
         out = rng.normal(mean, std, shape)
         bad = (out < a) | (out > b)
         while bad.any():
             out[bad] = rng.normal(mean, std, int(bad.sum()))
             bad = (out < a) | (out > b)
-    else:                              # uniform proposals on [a, b], accepted by density ratio
+    else:  # uniform proposals on [a, b], accepted by density ratio
         mode = max(a, min(mean, b))
         log_peak = -0.5 * ((mode - mean) / std) ** 2
         out = rng.uniform(a, b, shape)
@@ -148,8 +183,9 @@ def dirac_(tensor, groups=1):
 def _calculate_fan_in_and_fan_out(tensor):
     dimensions = tensor.dim()
     if dimensions < 2:
-        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 "
-                         "dimensions")
+        raise ValueError(
+            "Fan in and fan out can not be computed for tensor with fewer than 2 dimensions"
+        )
     num_input_fmaps = tensor.size(1)
     num_output_fmaps = tensor.size(0)
     receptive_field_size = 1
@@ -210,7 +246,7 @@ def orthogonal_(tensor, gain=1, generator=None):
     if rows < cols:
         flattened = flattened.T
     q, r = np.linalg.qr(flattened)
-    q = q * np.sign(np.diag(r))        # makes the decomposition unique (uniform over O(n))
+    q = q * np.sign(np.diag(r))  # makes the decomposition unique (uniform over O(n))
     if rows < cols:
         q = q.T
     return _no_grad_copy_array_(tensor, gain * q.reshape(tuple(tensor.shape)))
@@ -233,8 +269,11 @@ def _make_deprecate(meth):
     old_name = new_name[:-1]
 
     def deprecated_init(*args, **kwargs):
-        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of "
-                      f"`nn.init.{new_name}`.", FutureWarning, stacklevel=2)
+        warnings.warn(
+            f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new_name}`.",
+            FutureWarning,
+            stacklevel=2,
+        )
         return meth(*args, **kwargs)
 
     deprecated_init.__doc__ = f"Deprecated alias of :func:`nbgrad.nn.init.{new_name}`."

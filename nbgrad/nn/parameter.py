@@ -1,4 +1,5 @@
 """``nn.Parameter``: a leaf Tensor that Modules register automatically."""
+
 from .._tensor import Tensor
 from ..creation import empty
 

@@ -4,11 +4,14 @@ Hot path (NOTE [per-op cost]): one "grad enabled and an input requires grad" tes
 (``OpDef.record``, or the two inlined copies in ``binary``/``unary``), one flag (``_flags.TAPS``)
 for listeners and one (``_flags.FWD``) for forward-mode AD.
 """
+
 import numpy as np
 
 from .. import _flags
 from .. import dtypes as _dt
-from .._fpstate import EXTOBJ as _EXTOBJ, IGNORE as _IGNORE, call_quiet as _call_quiet
+from .._fpstate import EXTOBJ as _EXTOBJ
+from .._fpstate import IGNORE as _IGNORE
+from .._fpstate import call_quiet as _call_quiet
 from .._tensor import Tensor
 from ..autograd.graph import SavedOutput, SavedTensor, edge, next_seq
 from ..grad_mode import STATE
@@ -36,8 +39,10 @@ def broadcast_error(inputs):
         pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
         for i in range(n - 1, -1, -1):
             if pa[i] != pb[i] and pa[i] != 1 and pb[i] != 1:
-                return RuntimeError("The size of tensor a (%d) must match the size of tensor b "
-                                    "(%d) at non-singleton dimension %d" % (pa[i], pb[i], i))
+                return RuntimeError(
+                    "The size of tensor a (%d) must match the size of tensor b "
+                    "(%d) at non-singleton dimension %d" % (pa[i], pb[i], i)
+                )
     return RuntimeError("shape mismatch: %s" % (shapes,))
 
 
@@ -72,8 +77,9 @@ def _kernel(op, cd, with_attrs):
         if op.numpy is not None and not with_attrs:
             k = op.numpy
         else:
-            k = cpu_kernel(op.name, op.args + op.attrs, op.formula, cd.name,
-                           {n: "bool" for n in op.bool_args})
+            k = cpu_kernel(
+                op.name, op.args + op.attrs, op.formula, cd.name, {n: "bool" for n in op.bool_args}
+            )
         op._cache[key] = k
     return k
 
@@ -155,8 +161,12 @@ def binary(op, a, b):
         out = np.asarray(out)
     if out.dtype != dt.np:
         out = out.astype(dt.np)
-    if (a._requires_grad or (bt is not None and bt._requires_grad)) and STATE.enabled \
-            and op.differentiable and dt.is_inexact:
+    if (
+        (a._requires_grad or (bt is not None and bt._requires_grad))
+        and STATE.enabled
+        and op.differentiable
+        and dt.is_inexact
+    ):
         node = op.node.__new__(op.node)
         if bt is None:
             node.next_functions = (edge(a), (None, 0))

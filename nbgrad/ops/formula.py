@@ -4,6 +4,7 @@ One string, several bindings: the fused Numba backward and the differentiable (`
 backward of ``vjp_of``, the forward-mode JVP, the kernel plans the CUDA launcher runs, and the
 vocabulary bound to differentiable nbgrad functions that the last three evaluate partials with.
 """
+
 import numpy as np
 
 from .. import _flags, grad_mode
@@ -17,8 +18,17 @@ from ..kernels import vocab
 from ..kernels.build import cpu_kernel, names_in
 from .registry import REGISTRY
 
-__all__ = ["OP_OF", "kernel_plan", "names_in", "partials_of", "pointwise_jvp",
-           "pointwise_vjp", "tensor_namespace", "typed_where", "vjp_of"]
+__all__ = [
+    "OP_OF",
+    "kernel_plan",
+    "names_in",
+    "partials_of",
+    "pointwise_jvp",
+    "pointwise_vjp",
+    "tensor_namespace",
+    "typed_where",
+    "vjp_of",
+]
 
 _make = Tensor._make
 
@@ -34,6 +44,7 @@ _TENSOR_NS = None
 def _lift(tensor_fn, scalar_fn):
     def f(x, *rest):
         return tensor_fn(x, *rest) if isinstance(x, Tensor) else scalar_fn(x, *rest)
+
     f.__name__ = scalar_fn.__name__
     return f
 
@@ -46,17 +57,20 @@ def _where(c, a, b):
 
 def _fns():
     from . import pointwise_fns  # cycle: the public functions are built from this module's vjps
+
     return pointwise_fns
 
 
 def typed_where(dtype):
     """``where`` whose Python-number branches are created in ``dtype`` (not the default)."""
+
     def where(c, a, b):
         if isinstance(c, bool):
             return a if c else b
         if not isinstance(a, Tensor) and not isinstance(b, Tensor):
             a = tensor(a, dtype=dtype)
         return _fns().where(c, a, b)
+
     return where
 
 
@@ -79,6 +93,7 @@ def tensor_namespace():
 
 # ---------------------------------------------------------------------------------------------
 # Per-partial plans, built once per op
+
 
 class _Partial:
     """One partial derivative ``d`` of a pointwise op, prepared for the backward: the fused
@@ -103,8 +118,9 @@ class _Partial:
     def kernel(self, dtype):
         k = self.kernels.get(dtype)
         if k is None:
-            k = self.kernels[dtype] = cpu_kernel(self.tag, self.params, self.expr, dtype,
-                                                 self.param_types)
+            k = self.kernels[dtype] = cpu_kernel(
+                self.tag, self.params, self.expr, dtype, self.param_types
+            )
         return k
 
 
@@ -114,8 +130,9 @@ _PARTIALS = {}  # OpDef -> tuple of _Partial (None where the op has no derivativ
 def partials_of(op):
     parts = _PARTIALS.get(op)
     if parts is None:
-        parts = _PARTIALS[op] = tuple(None if p is None else _Partial(op, i, p)
-                                      for i, p in enumerate(op.partials))
+        parts = _PARTIALS[op] = tuple(
+            None if p is None else _Partial(op, i, p) for i, p in enumerate(op.partials)
+        )
     return parts
 
 
@@ -142,8 +159,7 @@ def kernel_plan(op, role):
         if i >= len(parts):
             raise ValueError("%r has %d partials; no %s" % (op.name, len(parts), role))
         if parts[i] is None:
-            raise ValueError("%r has no derivative for input %d (%s)"
-                             % (op.name, i, op.args[i]))
+            raise ValueError("%r has no derivative for input %d (%s)" % (op.name, i, op.args[i]))
         p = parts[i]
         return p.tag, p.params, p.expr, dict(p.param_types)
     raise ValueError("role must be 'fwd' or 'vjp<i>', got %r" % (role,))
@@ -151,6 +167,7 @@ def kernel_plan(op, role):
 
 # ---------------------------------------------------------------------------------------------
 # Backward and forward mode
+
 
 def vjp_of(op):
     """The node backward of pointwise ``op``; broadcasting makes it batch-aware as it is."""

@@ -6,6 +6,7 @@ applying the same indexing to ``arange(numel).reshape(shape)``, so one Numba ker
 (``scatter_add_flat_cpu``) serves advanced indexing, gather and index_select, and duplicates
 accumulate correctly.
 """
+
 import numbers
 
 import numpy as np
@@ -27,6 +28,7 @@ def _lin(shape):
 
 
 # -- the one backward op: scatter-add at flat positions ---------------------------------------
+
 
 def _take_lin_vjp(node, grads):
     (lin,) = node.attrs
@@ -53,6 +55,7 @@ def _scatter_lin(g, shape, lin):
 
 # -- __getitem__ ---------------------------------------------------------------------------
 
+
 def _normalize(idx):
     if not isinstance(idx, tuple):
         idx = (idx,)
@@ -63,15 +66,13 @@ def _normalize(idx):
             continue
         if isinstance(i, Tensor):
             if i._dtype.is_inexact:
-                raise IndexError("tensors used as indices must be long, int, byte or bool "
-                                 "tensors")
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
             out.append(i._data)
             advanced = True
         elif isinstance(i, (list, np.ndarray)):
             a = np.asarray(i)
             if a.dtype.kind == "f":
-                raise IndexError("tensors used as indices must be long, int, byte or bool "
-                                 "tensors")
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
             if a.dtype.kind not in "biu" and a.size:
                 raise IndexError("too many indices")
             out.append(a.astype(np.int64) if a.dtype.kind in "iu" or a.size == 0 else a)
@@ -86,16 +87,23 @@ def _normalize(idx):
                 raise ValueError("step must be greater than zero")
             out.append(i)
         else:
-            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or "
-                             "byte Variables are valid indices (got %s)" % type(i).__name__)
+            raise IndexError(
+                "only integers, slices (`:`), ellipsis (`...`), None and long or "
+                "byte Variables are valid indices (got %s)" % type(i).__name__
+            )
     return tuple(out), advanced
 
 
 def _check_ints(shape, idx):
     """Bounds-check integer and integer-array indices before numpy touches memory."""
-    n_consumed = sum(1 for i in idx if i is not None and i is not Ellipsis and not (
-        isinstance(i, np.ndarray) and i.dtype == np.bool_) or (
-        isinstance(i, np.ndarray) and i.dtype == np.bool_ and False))
+    n_consumed = sum(
+        1
+        for i in idx
+        if i is not None
+        and i is not Ellipsis
+        and not (isinstance(i, np.ndarray) and i.dtype == np.bool_)
+        or (isinstance(i, np.ndarray) and i.dtype == np.bool_ and False)
+    )
     bool_dims = sum(i.ndim for i in idx if isinstance(i, np.ndarray) and i.dtype == np.bool_)
     if n_consumed + bool_dims > len(shape):
         raise IndexError("too many indices for tensor of dimension %d" % len(shape))
@@ -104,21 +112,26 @@ def _check_ints(shape, idx):
         if i is Ellipsis:
             dim = len(shape) - sum(
                 (x.ndim if isinstance(x, np.ndarray) and x.dtype == np.bool_ else 1)
-                for x in idx[k + 1:] if x is not None and x is not Ellipsis)
+                for x in idx[k + 1 :]
+                if x is not None and x is not Ellipsis
+            )
             continue
         if i is None:
             continue
         if isinstance(i, np.ndarray) and i.dtype == np.bool_:
-            if i.ndim and i.shape != shape[dim:dim + i.ndim]:
-                raise IndexError("The shape of the mask %s at index %d does not match the shape "
-                                 "of the indexed tensor %s at index %d"
-                                 % (list(i.shape), k, list(shape[dim:dim + i.ndim]), k))
+            if i.ndim and i.shape != shape[dim : dim + i.ndim]:
+                raise IndexError(
+                    "The shape of the mask %s at index %d does not match the shape "
+                    "of the indexed tensor %s at index %d"
+                    % (list(i.shape), k, list(shape[dim : dim + i.ndim]), k)
+                )
             dim += i.ndim
             continue
         if isinstance(i, int):
             if not -shape[dim] <= i < shape[dim]:
-                raise IndexError("index %d is out of bounds for dimension %d with size %d"
-                                 % (i, dim, shape[dim]))
+                raise IndexError(
+                    "index %d is out of bounds for dimension %d with size %d" % (i, dim, shape[dim])
+                )
         elif isinstance(i, np.ndarray):
             K.check_index(i, shape[dim], dim)
         dim += 1
@@ -160,8 +173,14 @@ def embed(g, shape, idx):
 
 def basic_index(x, idx, name=None):
     """A view of ``x`` at basic index ``idx``: what ``x[idx]`` and ``narrow`` record."""
-    return record(x._data[idx], node_class(name or _basic_name(idx)), (x,), _basic_vjp,
-                  view_of=x, attrs=(x._data.shape, idx))
+    return record(
+        x._data[idx],
+        node_class(name or _basic_name(idx)),
+        (x,),
+        _basic_vjp,
+        view_of=x,
+        attrs=(x._data.shape, idx),
+    )
 
 
 def _advanced_vjp(node, grads):
@@ -171,11 +190,17 @@ def _advanced_vjp(node, grads):
 
 @op("getitem", "indexing", node="IndexBackward0", vjp=_advanced_vjp)  # Tensor.__getitem__
 def getitem(x, idx):
-    if x._data.ndim == 0 and not (idx is None or idx is Ellipsis or idx == () or isinstance(
-            idx, (Tensor, list, np.ndarray, bool)) or (isinstance(idx, tuple) and all(
-            i is None or i is Ellipsis for i in idx))):
-        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
-                         "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+    if x._data.ndim == 0 and not (
+        idx is None
+        or idx is Ellipsis
+        or idx == ()
+        or isinstance(idx, (Tensor, list, np.ndarray, bool))
+        or (isinstance(idx, tuple) and all(i is None or i is Ellipsis for i in idx))
+    ):
+        raise IndexError(
+            "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+            "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number"
+        )
     nidx, advanced = _normalize(idx)
     _check_ints(x._data.shape, nidx)
     if not advanced:
@@ -185,6 +210,7 @@ def getitem(x, idx):
 
 
 # -- __setitem__ (CopySlices) --------------------------------------------------------------
+
 
 def _index_put_vjp(node, grads):
     idx, vshape = node.attrs
@@ -220,14 +246,17 @@ def index_put(x, idx, value):
         n = max(len(tgt), len(src))
         pt, ps = [1] * (n - len(tgt)) + tgt, [1] * (n - len(src)) + src
         dim = next((k for k in range(n) if ps[k] != pt[k] and ps[k] != 1), 0)
-        raise RuntimeError("The expanded size of the tensor (%d) must match the existing size "
-                           "(%d) at non-singleton dimension %d.  Target sizes: %s.  Tensor "
-                           "sizes: %s" % (pt[dim], ps[dim], dim, tgt, src)) from None
+        raise RuntimeError(
+            "The expanded size of the tensor (%d) must match the existing size "
+            "(%d) at non-singleton dimension %d.  Target sizes: %s.  Tensor "
+            "sizes: %s" % (pt[dim], ps[dim], dim, tgt, src)
+        ) from None
     vshape = vt._data.shape if vt is not None else ()
     return index_put.op.record(arr, (x, vt), attrs=(nidx, vshape))
 
 
 # -- gather / scatter / index_select ------------------------------------------------------
+
 
 def _check_index_tensor(index, fn):
     if not isinstance(index, Tensor) or index._dtype not in (_dt.int64, _dt.int32):
@@ -248,8 +277,14 @@ def _gather_vjp(node, grads):
     return (_scatter_lin(grads[0], shape, _gather_lin(shape, dim, index)),)
 
 
-@op("gather", "indexing", node={"nd": "GatherBackward0", "0d": "GatherBackward0"},
-    vjp={"nd": _gather_vjp, "0d": _clone_vjp}, variants=FM, kernels=CPU)
+@op(
+    "gather",
+    "indexing",
+    node={"nd": "GatherBackward0", "0d": "GatherBackward0"},
+    vjp={"nd": _gather_vjp, "0d": _clone_vjp},
+    variants=FM,
+    kernels=CPU,
+)
 def gather(input, dim, index, *, sparse_grad=False):
     _check_index_tensor(index, "gather")
     d = _wrap_dim(dim, input._data.ndim)
@@ -257,9 +292,11 @@ def gather(input, dim, index, *, sparse_grad=False):
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     for k in range(index._data.ndim):
         if k != d and index._data.shape[k] > input._data.shape[k]:
-            raise RuntimeError("Size does not match at dimension %d expected index %s to be "
-                               "smaller than self %s apart from dimension %d"
-                               % (k, list(index._data.shape), list(input._data.shape), d))
+            raise RuntimeError(
+                "Size does not match at dimension %d expected index %s to be "
+                "smaller than self %s apart from dimension %d"
+                % (k, list(index._data.shape), list(input._data.shape), d)
+            )
     K.check_index(index._data, input._data.shape[d] if input._data.ndim else 1, d)
     if input._data.ndim == 0:
         return gather.op.record(input._data.copy(), (input,), overload="0d")
@@ -288,10 +325,11 @@ def _scatter_impl(input, dim, index, src, add, opdef):
     if isinstance(src, Tensor):
         for k in range(index._data.ndim):
             if index._data.shape[k] > src._data.shape[k]:
-                raise RuntimeError("Expected index %s to be smaller than self %s apart from "
-                                   "dimension %d and to be smaller size than src %s"
-                                   % (list(index._data.shape), list(input._data.shape), d,
-                                      list(src._data.shape)))
+                raise RuntimeError(
+                    "Expected index %s to be smaller than self %s apart from "
+                    "dimension %d and to be smaller size than src %s"
+                    % (list(index._data.shape), list(input._data.shape), d, list(src._data.shape))
+                )
         sl = tuple(slice(0, n) for n in index._data.shape)
         vals = src._data[sl].astype(input._data.dtype)
     else:
@@ -308,21 +346,36 @@ def _scatter_impl(input, dim, index, src, add, opdef):
     return opdef.record(out, (input,), overload="value", attrs=(d, index, add))
 
 
-@op("scatter", "indexing", node={"src": "ScatterBackward0", "value": "ScatterBackward1"},
-    vjp=_scatter_vjp, variants=(FUNCTION, METHOD, INPLACE), kernels=CPU)
+@op(
+    "scatter",
+    "indexing",
+    node={"src": "ScatterBackward0", "value": "ScatterBackward1"},
+    vjp=_scatter_vjp,
+    variants=(FUNCTION, METHOD, INPLACE),
+    kernels=CPU,
+)
 def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     if reduce is not None:
         if reduce != "add":
-            raise RuntimeError("reduce argument must be either add or multiply." if reduce
-                               != "multiply" else "scatter(reduce='multiply') is not supported")
+            raise RuntimeError(
+                "reduce argument must be either add or multiply."
+                if reduce != "multiply"
+                else "scatter(reduce='multiply') is not supported"
+            )
         return scatter_add(input, dim, index, src)
     if src is None:
         src = value
     return _scatter_impl(input, dim, index, src, False, scatter.op)
 
 
-@op("scatter_add", "indexing", node={"src": "ScatterAddBackward0", "value": "ScatterAddBackward0"},
-    vjp=_scatter_vjp, variants=(FUNCTION, METHOD, INPLACE), kernels=CPU)
+@op(
+    "scatter_add",
+    "indexing",
+    node={"src": "ScatterAddBackward0", "value": "ScatterAddBackward0"},
+    vjp=_scatter_vjp,
+    variants=(FUNCTION, METHOD, INPLACE),
+    kernels=CPU,
+)
 def scatter_add(input, dim, index, src):
     return _scatter_impl(input, dim, index, src, True, scatter_add.op)
 
@@ -333,8 +386,14 @@ def _index_select_vjp(node, grads):
     return (_scatter_lin(grads[0], shape, lin),)
 
 
-@op("index_select", "indexing", node="IndexSelectBackward0", vjp=_index_select_vjp, variants=FM,
-    kernels=CPU)
+@op(
+    "index_select",
+    "indexing",
+    node="IndexSelectBackward0",
+    vjp=_index_select_vjp,
+    variants=FM,
+    kernels=CPU,
+)
 def index_select(input, dim, index):
     if not isinstance(index, Tensor) or not index._dtype.is_integral:
         raise RuntimeError("index_select(): Expected dtype int32/int64 for index")
@@ -344,8 +403,9 @@ def index_select(input, dim, index):
     idx = index._data.reshape(-1).astype(np.int64)
     K.check_index(idx, input._data.shape[d], d)
     idx = np.where(idx < 0, idx + input._data.shape[d], idx)
-    return index_select.op.record(np.take(input._data, idx, axis=d), (input,),
-                                  attrs=(input._data.shape, d, idx))
+    return index_select.op.record(
+        np.take(input._data, idx, axis=d), (input,), attrs=(input._data.shape, d, idx)
+    )
 
 
 @op("nonzero", "indexing", variants=FM)
@@ -361,8 +421,7 @@ def _masked_select_vjp(node, grads):
     return (_scatter_lin(grads[0], shape, lin),)
 
 
-@op("masked_select", "indexing", node="MaskedSelectBackward0", vjp=_masked_select_vjp,
-    variants=FM)
+@op("masked_select", "indexing", node="MaskedSelectBackward0", vjp=_masked_select_vjp, variants=FM)
 def masked_select(input, mask):
     if not isinstance(mask, Tensor) or mask._dtype is not _dt.bool:
         raise RuntimeError("masked_select: expected BoolTensor for mask")

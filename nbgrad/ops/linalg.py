@@ -1,27 +1,25 @@
 """Linear algebra: matmul mm bmm dot mv outer einsum.  GEMM goes through numpy/BLAS (see
 docs/performance.md: 4.5-7x faster than any Numba kernel measured)."""
+
 import string
 
 import numpy as np
 
 from .. import dtypes as _dt
-from .._tensor import Tensor
 from .._fpstate import call_quiet
+from .._tensor import Tensor
 from ..autograd.batching import batched
 from .registry import COMPOSITE, FUNCTION, METHOD, OUT, op
 
 FMO = (FUNCTION, METHOD, OUT)
 
-_C = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
-      "float16": "c10::Half", "bool": "bool", "complex64": "c10::complex<float>",
-      "complex128": "c10::complex<double>"}
-
 
 def _same_dtype(a, b):
     if a._dtype is not b._dtype:
-        raise RuntimeError("expected m1 and m2 to have the same dtype, but got: %s != %s"
-                           % (_C.get(a._dtype.name, a._dtype.name), _C.get(b._dtype.name,
-                                                                           b._dtype.name)))
+        raise RuntimeError(
+            "expected m1 and m2 to have the same dtype, but got: %s != %s"
+            % (a._dtype.c_name, b._dtype.c_name)
+        )
 
 
 @batched  # matmul broadcasts leading (batch) dims; dot needs the one unsqueeze below
@@ -69,32 +67,52 @@ def _overload(a, b):
 
 
 # PyTorch records what matmul reduces to for these shapes
-_NODES = {"dot": "DotBackward0", "mm": "MmBackward0", "mv": "MvBackward0",
-          "vm": "SqueezeBackward4", "bmm": "BmmBackward0", "batched": "UnsafeViewBackward0"}
+_NODES = {
+    "dot": "DotBackward0",
+    "mm": "MmBackward0",
+    "mv": "MvBackward0",
+    "vm": "SqueezeBackward4",
+    "bmm": "BmmBackward0",
+    "batched": "UnsafeViewBackward0",
+}
 
 
-@op("matmul", "linalg", node=_NODES, vjp=_matmul_vjp, args=("x", "y"), saves=("x", "y"),
-    variants=FMO)
+@op(
+    "matmul",
+    "linalg",
+    node=_NODES,
+    vjp=_matmul_vjp,
+    args=("x", "y"),
+    saves=("x", "y"),
+    variants=FMO,
+)
 def matmul(input, other):
     a, b = input, other
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
-        raise TypeError("matmul(): argument 'other' (position 2) must be Tensor, not %s"
-                        % type(b).__name__)
+        raise TypeError(
+            "matmul(): argument 'other' (position 2) must be Tensor, not %s" % type(b).__name__
+        )
     if a.ndim == 0 or b.ndim == 0:
-        raise RuntimeError("both arguments to matmul need to be at least 1D, but they are %dD "
-                           "and %dD" % (a.ndim, b.ndim))
+        raise RuntimeError(
+            "both arguments to matmul need to be at least 1D, but they are %dD "
+            "and %dD" % (a.ndim, b.ndim)
+        )
     _same_dtype(a, b)
     ka = a._data.shape[-1]
     kb = b._data.shape[-2] if b.ndim > 1 else b._data.shape[0]
     if ka != kb:
         if a.ndim == 1 and b.ndim == 1:
-            raise RuntimeError("inconsistent tensor size, expected tensor [%d] and src [%d] to "
-                               "have the same number of elements, but got %d and %d elements "
-                               "respectively" % (ka, kb, ka, kb))
-        sa = "x".join(map(str, a._data.shape if a.ndim == 2 else (
-            int(np.prod(a._data.shape[:-1])), ka)))
-        sb = "x".join(map(str, b._data.shape if b.ndim == 2 else (kb, b._data.shape[-1] if
-                                                                  b.ndim > 1 else 1)))
+            raise RuntimeError(
+                "inconsistent tensor size, expected tensor [%d] and src [%d] to "
+                "have the same number of elements, but got %d and %d elements "
+                "respectively" % (ka, kb, ka, kb)
+            )
+        sa = "x".join(
+            map(str, a._data.shape if a.ndim == 2 else (int(np.prod(a._data.shape[:-1])), ka))
+        )
+        sb = "x".join(
+            map(str, b._data.shape if b.ndim == 2 else (kb, b._data.shape[-1] if b.ndim > 1 else 1))
+        )
         raise RuntimeError("mat1 and mat2 shapes cannot be multiplied (%s and %s)" % (sa, sb))
     try:
         arr = call_quiet(np.matmul, (a._data, b._data))
@@ -119,28 +137,34 @@ def bmm(input, mat2):
     if mat2.ndim != 3:
         raise RuntimeError("batch2 must be a 3D tensor")
     if input._data.shape[0] != mat2._data.shape[0]:
-        raise RuntimeError("Expected size for first two dimensions of batch2 tensor to be: [%d, "
-                           "%d] but got: [%d, %d]." % (input._data.shape[0], input._data.shape[2],
-                                                       mat2._data.shape[0], mat2._data.shape[1]))
+        raise RuntimeError(
+            "Expected size for first two dimensions of batch2 tensor to be: [%d, "
+            "%d] but got: [%d, %d]."
+            % (input._data.shape[0], input._data.shape[2], mat2._data.shape[0], mat2._data.shape[1])
+        )
     return matmul(input, mat2)
 
 
 @op("dot", "linalg", variants=FMO, jvp=COMPOSITE)
 def dot(input, other):
     if input.ndim != 1 or other.ndim != 1:
-        raise RuntimeError("1D tensors expected, but got %dD and %dD tensors"
-                           % (input.ndim, other.ndim))
+        raise RuntimeError(
+            "1D tensors expected, but got %dD and %dD tensors" % (input.ndim, other.ndim)
+        )
     if input._dtype is not other._dtype:
-        raise RuntimeError("dot : expected both vectors to have same dtype, but found %s and %s"
-                           % (input._dtype._legacy, other._dtype._legacy))
+        raise RuntimeError(
+            "dot : expected both vectors to have same dtype, but found %s and %s"
+            % (input._dtype._legacy, other._dtype._legacy)
+        )
     return matmul(input, other)
 
 
 @op("mv", "linalg", variants=FMO, jvp=COMPOSITE)
 def mv(input, vec):
     if input.ndim != 2 or vec.ndim != 1:
-        raise RuntimeError("vector + matrix @ vector expected, got %d, %d, %d"
-                           % (1, input.ndim, vec.ndim))
+        raise RuntimeError(
+            "vector + matrix @ vector expected, got %d, %d, %d" % (1, input.ndim, vec.ndim)
+        )
     return matmul(input, vec)
 
 
@@ -153,6 +177,7 @@ def outer(input, vec2):
 
 # -- einsum ------------------------------------------------------------------------------
 
+
 def _parse(eq, operands):
     eq = eq.replace(" ", "")
     if "->" in eq:
@@ -161,18 +186,21 @@ def _parse(eq, operands):
         lhs, rhs = eq, None
     ins = lhs.split(",")
     if len(ins) != len(operands):
-        raise RuntimeError("einsum(): more operands were provided than specified in the equation"
-                           if len(operands) > len(ins) else
-                           "einsum(): fewer operands were provided than specified in the "
-                           "equation")
+        raise RuntimeError(
+            "einsum(): more operands were provided than specified in the equation"
+            if len(operands) > len(ins)
+            else "einsum(): fewer operands were provided than specified in the equation"
+        )
     ell = ""
     if "..." in eq:
         used = set(c for c in eq if c.isalpha())
         free = [c for c in string.ascii_letters if c not in used]
         nell = max(op.ndim - (len(s) - 3) for s, op in zip(ins, operands) if "..." in s)
         ell = "".join(free[:nell])
-        ins = [s.replace("...", ell[nell - (op.ndim - (len(s) - 3)):]) if "..." in s else s
-               for s, op in zip(ins, operands)]
+        ins = [
+            s.replace("...", ell[nell - (op.ndim - (len(s) - 3)) :]) if "..." in s else s
+            for s, op in zip(ins, operands)
+        ]
         if rhs is not None:
             rhs = rhs.replace("...", ell)
     if rhs is None:
@@ -181,11 +209,13 @@ def _parse(eq, operands):
             for c in s:
                 counts[c] = counts.get(c, 0) + 1
         rhs = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
-    for s, op in zip(ins, operands):
-        if len(s) != op.ndim:
-            raise RuntimeError("einsum(): the number of subscripts in the equation (%d) does not "
-                               "match the number of dimensions (%d) for operand %d and no ellipsis "
-                               "was given" % (len(s), op.ndim, operands.index(op)))
+    for s, o in zip(ins, operands):
+        if len(s) != o.ndim:
+            raise RuntimeError(
+                "einsum(): the number of subscripts in the equation (%d) does not "
+                "match the number of dimensions (%d) for operand %d and no ellipsis "
+                "was given" % (len(s), o.ndim, operands.index(o))
+            )
     return ins, rhs
 
 
@@ -199,13 +229,18 @@ def _einsum_vjp(node, grads):
             out.append(None)
             continue
         if len(set(s)) != len(s):
-            raise RuntimeError("nbgrad einsum: gradients through repeated subscripts within one "
-                               "operand (diagonals) are not supported")
+            raise RuntimeError(
+                "nbgrad einsum: gradients through repeated subscripts within one "
+                "operand (diagonals) are not supported"
+            )
         others = [(ins[j], ops[j]) for j in range(len(ins)) if j != i]
         avail = set(rhs) | set("".join(o[0] for o in others))
         present = "".join(c for c in s if c in avail)
-        gi = einsum("%s->%s" % (",".join([rhs] + [o[0] for o in others]), present),
-                    g, *[o[1] for o in others])
+        gi = einsum(
+            "%s->%s" % (",".join([rhs] + [o[0] for o in others]), present),
+            g,
+            *[o[1] for o in others],
+        )
         if present != s:  # letters summed only inside operand i: broadcast back
             sizes = dict(zip(s, shape))
             for k, c in enumerate(s):
@@ -239,6 +274,10 @@ def einsum(equation, *operands):
     arr = np.asarray(arr)
     if not arr.flags.c_contiguous:
         arr = np.ascontiguousarray(arr)
-    raw = einsum.op.record(arr, operands, saved={"op%d" % i: o for i, o in enumerate(operands)},
-                           attrs=(ins, rhs, [o._data.shape for o in operands]))
+    raw = einsum.op.record(
+        arr,
+        operands,
+        saved={"op%d" % i: o for i, o in enumerate(operands)},
+        attrs=(ins, rhs, [o._data.shape for o in operands]),
+    )
     return raw.view(arr.shape)  # PyTorch's einsum result is a view: grad_fn ViewBackward0

@@ -8,6 +8,7 @@ method and ``out=`` (``variants``, default all four).  ``numpy=`` names a numpy 
 the *forward* instead of the Numba kernel where it was measured faster (SIMD transcendentals,
 plain arithmetic); see docs/performance.md.
 """
+
 import numpy as np
 
 from .formula import vjp_of
@@ -19,8 +20,16 @@ NONE = ()  # an overload: reached through its base op's public function
 
 
 def pointwise(name, formula, partials, node, args=("x",), variants=ALL, **kw):
-    op = OpDef(name, "pointwise", formula=formula, partials=partials, node=node, args=args,
-               variants=variants, **kw)
+    op = OpDef(
+        name,
+        "pointwise",
+        formula=formula,
+        partials=partials,
+        node=node,
+        args=args,
+        variants=variants,
+        **kw,
+    )
     op.vjp = vjp_of(op)
     return register(op)
 
@@ -38,76 +47,216 @@ def nograd(name, ufunc, args=("x", "y"), variants=ALL, **kw):
     return register(OpDef(name, "compare", numpy=ufunc, args=args, variants=variants, **kw))
 
 
+# fmt: off  (a table: one op per line, aligned)
 #      name          formula                      d/dx                                node
-unary("neg",        "-x",                       "-1",                               "NegBackward0", numpy=np.negative, aliases=("negative",))
-unary("exp",        "exp(x)",                   "out",                              "ExpBackward0", numpy=np.exp, rule="float")
-unary("exp2",       "exp2(x)",                  "out * " + LN2,                     "Exp2Backward0", numpy=np.exp2, rule="float")
-unary("log",        "log(x)",                   "1 / x",                            "LogBackward0", numpy=np.log, rule="float", domain=(0.1, 5))
-unary("log2",       "log2(x)",                  "1 / (x * %s)" % LN2,               "Log2Backward0", numpy=np.log2, rule="float", domain=(0.1, 5))
-unary("log1p",      "log1p(x)",                 "1 / (1 + x)",                      "Log1PBackward0", numpy=np.log1p, rule="float", domain=(-0.5, 5))
-unary("expm1",      "expm1(x)",                 "out + 1",                          "Expm1Backward0", numpy=np.expm1, rule="float")
-unary("sqrt",       "sqrt(x)",                  "0.5 / out",                        "SqrtBackward0", numpy=np.sqrt, rule="float", domain=(0.1, 5))
-unary("rsqrt",      "1 / sqrt(x)",                 "-0.5 * out * out * out",           "RsqrtBackward0", rule="float", domain=(0.1, 5))
-unary("sin",        "sin(x)",                   "cos(x)",                           "SinBackward0", numpy=np.sin, rule="float")
-unary("cos",        "cos(x)",                   "-sin(x)",                          "CosBackward0", numpy=np.cos, rule="float")
-unary("tan",        "tan(x)",                   "1 + out * out",                    "TanBackward0", numpy=np.tan, rule="float", domain=(-1.2, 1.2))
-unary("tanh",       "tanh(x)",                  "1 - out * out",                    "TanhBackward0", numpy=np.tanh, rule="float")
-unary("sigmoid",    "1 / (1 + exp(-x))",               "out * (1 - out)",                  "SigmoidBackward0", rule="float")
-unary("relu",       "where(x > 0, x, 0)",       "where(out > 0, 1, 0)",             "ReluBackward0", kinks=(0.0,))
-unary("abs",        "fabs(x)",                  "sign(x)",                          "AbsBackward0", numpy=np.abs, kinks=(0.0,), aliases=("absolute",))
-unary("sign",       "sign(x)",                  "0",                                "SignBackward0", numpy=np.sign, kinks=(0.0,))
-unary("reciprocal", "1 / x",                    "-out * out",                       "ReciprocalBackward0", rule="float", domain=(0.5, 3))
-unary("erf",        "erf(x)",                   "1.1283791670955126 * exp(-x * x)", "ErfBackward0", rule="float")
-unary("floor",      "floor(x)",                 "0",                                "FloorBackward0", numpy=np.floor, kinks="int")
-unary("ceil",       "ceil(x)",                  "0",                                "CeilBackward0", numpy=np.ceil, kinks="int")
-unary("round",      "rint(x)",                  "0",                                "RoundBackward0", numpy=np.rint, kinks="half")
-unary("trunc",      "trunc(x)",                 "0",                                "TruncBackward0", numpy=np.trunc, kinks="int")
+unary("neg", "-x", "-1", "NegBackward0", numpy=np.negative, aliases=("negative",))
+unary("exp", "exp(x)", "out", "ExpBackward0", numpy=np.exp, rule="float")
+unary("exp2", "exp2(x)", "out * " + LN2, "Exp2Backward0", numpy=np.exp2, rule="float")
+unary("log", "log(x)", "1 / x", "LogBackward0", numpy=np.log, rule="float", domain=(0.1, 5))
+unary(
+    "log2",
+    "log2(x)",
+    "1 / (x * %s)" % LN2,
+    "Log2Backward0",
+    numpy=np.log2,
+    rule="float",
+    domain=(0.1, 5),
+)
+unary(
+    "log1p",
+    "log1p(x)",
+    "1 / (1 + x)",
+    "Log1PBackward0",
+    numpy=np.log1p,
+    rule="float",
+    domain=(-0.5, 5),
+)
+unary("expm1", "expm1(x)", "out + 1", "Expm1Backward0", numpy=np.expm1, rule="float")
+unary("sqrt", "sqrt(x)", "0.5 / out", "SqrtBackward0", numpy=np.sqrt, rule="float", domain=(0.1, 5))
+unary(
+    "rsqrt",
+    "1 / sqrt(x)",
+    "-0.5 * out * out * out",
+    "RsqrtBackward0",
+    rule="float",
+    domain=(0.1, 5),
+)
+unary("sin", "sin(x)", "cos(x)", "SinBackward0", numpy=np.sin, rule="float")
+unary("cos", "cos(x)", "-sin(x)", "CosBackward0", numpy=np.cos, rule="float")
+unary(
+    "tan", "tan(x)", "1 + out * out", "TanBackward0", numpy=np.tan, rule="float", domain=(-1.2, 1.2)
+)
+unary("tanh", "tanh(x)", "1 - out * out", "TanhBackward0", numpy=np.tanh, rule="float")
+unary("sigmoid", "1 / (1 + exp(-x))", "out * (1 - out)", "SigmoidBackward0", rule="float")
+unary("relu", "where(x > 0, x, 0)", "where(out > 0, 1, 0)", "ReluBackward0", kinks=(0.0,))
+unary(
+    "abs", "fabs(x)", "sign(x)", "AbsBackward0", numpy=np.abs, kinks=(0.0,), aliases=("absolute",)
+)
+unary("sign", "sign(x)", "0", "SignBackward0", numpy=np.sign, kinks=(0.0,))
+unary("reciprocal", "1 / x", "-out * out", "ReciprocalBackward0", rule="float", domain=(0.5, 3))
+unary("erf", "erf(x)", "1.1283791670955126 * exp(-x * x)", "ErfBackward0", rule="float")
+unary("floor", "floor(x)", "0", "FloorBackward0", numpy=np.floor, kinks="int")
+unary("ceil", "ceil(x)", "0", "CeilBackward0", numpy=np.ceil, kinks="int")
+unary("round", "rint(x)", "0", "RoundBackward0", numpy=np.rint, kinks="half")
+unary("trunc", "trunc(x)", "0", "TruncBackward0", numpy=np.trunc, kinks="int")
 # scalar attributes: the exponent p, the base c, clamp bounds lo/hi, masked_fill's value v
-unary("pow",        "x ** p",                   "where(p == 0, 0, p * x ** (p - 1))", "PowBackward0", attrs=("p",), domain=(0.5, 2))
-unary("rpow",       "c ** x",                   "out * log(c)",                     "PowBackward2", attrs=("c",), rule="float", variants=NONE)
-unary("clamp",      "where(x < lo, lo, where(x > hi, hi, x))",
-                    "where((x >= lo) & (x <= hi), 1, 0)",                           "ClampBackward1", attrs=("lo", "hi"), aliases=("clip",))
-unary("clamp_min",  "where(x < lo, lo, x)",     "where(x >= lo, 1, 0)",             "ClampMinBackward0", attrs=("lo",))
-unary("clamp_max",  "where(x > hi, hi, x)",     "where(x <= hi, 1, 0)",             "ClampMaxBackward0", attrs=("hi",))
+unary(
+    "pow",
+    "x ** p",
+    "where(p == 0, 0, p * x ** (p - 1))",
+    "PowBackward0",
+    attrs=("p",),
+    domain=(0.5, 2),
+)
+unary("rpow", "c ** x", "out * log(c)", "PowBackward2", attrs=("c",), rule="float", variants=NONE)
+unary(
+    "clamp",
+    "where(x < lo, lo, where(x > hi, hi, x))",
+    "where((x >= lo) & (x <= hi), 1, 0)",
+    "ClampBackward1",
+    attrs=("lo", "hi"),
+    aliases=("clip",),
+)
+unary(
+    "clamp_min", "where(x < lo, lo, x)", "where(x >= lo, 1, 0)", "ClampMinBackward0", attrs=("lo",)
+)
+unary(
+    "clamp_max", "where(x > hi, hi, x)", "where(x <= hi, 1, 0)", "ClampMaxBackward0", attrs=("hi",)
+)
 
-binary("add",       "x + y",                    "1", "1",                           "AddBackward0", numpy=np.add)
-binary("sub",       "x - y",                    "1", "-1",                          "SubBackward0", numpy=np.subtract, aliases=("subtract",))
-binary("rsub",      "y - x",                    "-1", "1",                          "RsubBackward1", variants=(FUNCTION,))
-binary("mul",       "x * y",                    "y", "x",                           "MulBackward0", numpy=np.multiply, aliases=("multiply",))
-binary("div",       "x / y",                    "1 / y", "-x / (y * y)",            "DivBackward0", numpy=np.true_divide, rule="float", domain_y=(0.5, 3), aliases=("divide", "true_divide"))
-binary("pow.Tensor", "x ** y",                  "where(y == 0, 0, y * x ** (y - 1))",
-                                                "where((x == 0) & (y >= 0), 0, out * log(x))", "PowBackward1", domain=(0.5, 2), variants=NONE)
-binary("maximum",   "maximum(x, y)",            "where(x > y, 1, where(x == y, 0.5, 0))",
-                                                "where(y > x, 1, where(x == y, 0.5, 0))", "MaximumBackward0", numpy=np.maximum, variants=(FUNCTION, METHOD, OUT))
-binary("minimum",   "minimum(x, y)",            "where(x < y, 1, where(x == y, 0.5, 0))",
-                                                "where(y < x, 1, where(x == y, 0.5, 0))", "MinimumBackward0", numpy=np.minimum, variants=(FUNCTION, METHOD, OUT))
-unary("remainder",  "x - floor(x / y) * y",     "1",                                "RemainderBackward0", attrs=("y",))
-binary("remainder.Tensor", "x - floor(x / y) * y", "1", "-floor(x / y)",           "RemainderBackward1", numpy=np.remainder, domain_y=(0.5, 3), variants=NONE)
-binary("lerp",      "x + w * (y - x)",          "1 - w", "w",                       "LerpBackward0", attrs=("w",))
-pointwise("lerp.Tensor",  "x + w * (y - x)",          ("1 - w", "w", "y - x"),            "LerpBackward1", args=("x", "y", "w"), variants=NONE)
-pointwise("where",        "where(c, x, y)",           (None, "where(c, 1, 0)", "where(c, 0, 1)"), "WhereBackward0",
-    args=("c", "x", "y"), bool_args=("c",), variants=(FUNCTION, OUT))
-pointwise("masked_fill",  "where(m, v, x)",           ("where(m, 0, 1)", None),           "MaskedFillBackward0",
-    args=("x", "m"), attrs=("v",), bool_args=("m",), variants=(FUNCTION, METHOD, INPLACE))
+binary("add", "x + y", "1", "1", "AddBackward0", numpy=np.add)
+binary("sub", "x - y", "1", "-1", "SubBackward0", numpy=np.subtract, aliases=("subtract",))
+binary("rsub", "y - x", "-1", "1", "RsubBackward1", variants=(FUNCTION,))
+binary("mul", "x * y", "y", "x", "MulBackward0", numpy=np.multiply, aliases=("multiply",))
+binary(
+    "div",
+    "x / y",
+    "1 / y",
+    "-x / (y * y)",
+    "DivBackward0",
+    numpy=np.true_divide,
+    rule="float",
+    domain_y=(0.5, 3),
+    aliases=("divide", "true_divide"),
+)
+binary(
+    "pow.Tensor",
+    "x ** y",
+    "where(y == 0, 0, y * x ** (y - 1))",
+    "where((x == 0) & (y >= 0), 0, out * log(x))",
+    "PowBackward1",
+    domain=(0.5, 2),
+    variants=NONE,
+)
+binary(
+    "maximum",
+    "maximum(x, y)",
+    "where(x > y, 1, where(x == y, 0.5, 0))",
+    "where(y > x, 1, where(x == y, 0.5, 0))",
+    "MaximumBackward0",
+    numpy=np.maximum,
+    variants=(FUNCTION, METHOD, OUT),
+)
+binary(
+    "minimum",
+    "minimum(x, y)",
+    "where(x < y, 1, where(x == y, 0.5, 0))",
+    "where(y < x, 1, where(x == y, 0.5, 0))",
+    "MinimumBackward0",
+    numpy=np.minimum,
+    variants=(FUNCTION, METHOD, OUT),
+)
+unary("remainder", "x - floor(x / y) * y", "1", "RemainderBackward0", attrs=("y",))
+binary(
+    "remainder.Tensor",
+    "x - floor(x / y) * y",
+    "1",
+    "-floor(x / y)",
+    "RemainderBackward1",
+    numpy=np.remainder,
+    domain_y=(0.5, 3),
+    variants=NONE,
+)
+binary("lerp", "x + w * (y - x)", "1 - w", "w", "LerpBackward0", attrs=("w",))
+pointwise(
+    "lerp.Tensor",
+    "x + w * (y - x)",
+    ("1 - w", "w", "y - x"),
+    "LerpBackward1",
+    args=("x", "y", "w"),
+    variants=NONE,
+)
+pointwise(
+    "where",
+    "where(c, x, y)",
+    (None, "where(c, 1, 0)", "where(c, 0, 1)"),
+    "WhereBackward0",
+    args=("c", "x", "y"),
+    bool_args=("c",),
+    variants=(FUNCTION, OUT),
+)
+pointwise(
+    "masked_fill",
+    "where(m, v, x)",
+    ("where(m, 0, 1)", None),
+    "MaskedFillBackward0",
+    args=("x", "m"),
+    attrs=("v",),
+    bool_args=("m",),
+    variants=(FUNCTION, METHOD, INPLACE),
+)
 
 # activations behind nn.functional (their public functions are F.gelu, F.silu, ...)
-SQRT1_2 = "0.7071067811865476"      # 1 / sqrt(2)
+SQRT1_2 = "0.7071067811865476"  # 1 / sqrt(2)
 INV_SQRT_2PI = "0.3989422804014327"  # 1 / sqrt(2 pi)
-K_BETA = "0.7978845608028654"        # sqrt(2 / pi)
+K_BETA = "0.7978845608028654"  # sqrt(2 / pi)
 K_KAPPA = "0.044715"
 _INNER = "%s * (x + %s * x * x * x)" % (K_BETA, K_KAPPA)  # tanh-GELU's inner argument
-unary("gelu",       "0.5 * x * (1 + erf(x * %s))" % SQRT1_2,
-                    "0.5 * (1 + erf(x * %s)) + x * %s * exp(-0.5 * x * x)" % (SQRT1_2, INV_SQRT_2PI),
-                                                                                    "GeluBackward0", rule="float", variants=NONE)
-unary("gelu.tanh",  "0.5 * x * (1 + tanh(%s))" % _INNER,
-                    "0.5 * (1 + tanh(%s)) + 0.5 * x * (1 - tanh(%s) * tanh(%s)) * %s * (1 + 3 * %s * x * x)"
-                    % (_INNER, _INNER, _INNER, K_BETA, K_KAPPA),                    "GeluBackward0", rule="float", variants=NONE)
-unary("silu",       "x * sigmoid(x)",           "sigmoid(x) * (1 + x * (1 - sigmoid(x)))", "SiluBackward0", rule="float", variants=NONE)
-unary("softplus",   "where(x * beta > threshold, x, log1p(exp(x * beta)) / beta)",
-                    "where(x * beta > threshold, 1, sigmoid(x * beta))",            "SoftplusBackward0",
-      attrs=("beta", "threshold"), rule="float", variants=NONE)
-unary("leaky_relu", "where(x > 0, x, x * slope)", "where(x > 0, 1, slope)",         "LeakyReluBackward0",
-      attrs=("slope",), kinks=(0.0,), variants=NONE)
+unary(
+    "gelu",
+    "0.5 * x * (1 + erf(x * %s))" % SQRT1_2,
+    "0.5 * (1 + erf(x * %s)) + x * %s * exp(-0.5 * x * x)" % (SQRT1_2, INV_SQRT_2PI),
+    "GeluBackward0",
+    rule="float",
+    variants=NONE,
+)
+unary(
+    "gelu.tanh",
+    "0.5 * x * (1 + tanh(%s))" % _INNER,
+    "0.5 * (1 + tanh(%s)) + 0.5 * x * (1 - tanh(%s) * tanh(%s)) * %s * (1 + 3 * %s * x * x)"
+    % (_INNER, _INNER, _INNER, K_BETA, K_KAPPA),
+    "GeluBackward0",
+    rule="float",
+    variants=NONE,
+)
+unary(
+    "silu",
+    "x * sigmoid(x)",
+    "sigmoid(x) * (1 + x * (1 - sigmoid(x)))",
+    "SiluBackward0",
+    rule="float",
+    variants=NONE,
+)
+unary(
+    "softplus",
+    "where(x * beta > threshold, x, log1p(exp(x * beta)) / beta)",
+    "where(x * beta > threshold, 1, sigmoid(x * beta))",
+    "SoftplusBackward0",
+    attrs=("beta", "threshold"),
+    rule="float",
+    variants=NONE,
+)
+unary(
+    "leaky_relu",
+    "where(x > 0, x, x * slope)",
+    "where(x > 0, 1, slope)",
+    "LeakyReluBackward0",
+    attrs=("slope",),
+    kinks=(0.0,),
+    variants=NONE,
+)
+
+# fmt: on
 
 # no gradient: comparisons, logical ops, integer division
 nograd("eq", np.equal)

@@ -2,6 +2,7 @@
 except where PyTorch's signature needs more (``add(alpha=)``, ``div(rounding_mode=)``, scalar
 overloads of ``pow``/``remainder``/``lerp``, ``clamp`` bounds): those are written here with
 ``@implements``."""
+
 import math
 import numbers
 
@@ -12,8 +13,8 @@ from .._tensor import Tensor
 from ..creation import tensor
 from . import pointwise as _table  # noqa: F401  (fills the registry)
 from .dispatch import binary, broadcast_error, pointwise, unary
-from .registry import FUNCTION, INPLACE, METHOD, OUT, REGISTRY, implements, op, write_out
 from .indexing import nonzero
+from .registry import FUNCTION, INPLACE, METHOD, OUT, REGISTRY, implements, op, write_out
 
 R = REGISTRY
 _make = Tensor._make
@@ -21,8 +22,9 @@ _make = Tensor._make
 
 def _t(x, fn="op"):
     if not isinstance(x, Tensor):
-        raise TypeError("%s(): argument 'input' (position 1) must be Tensor, not %s"
-                        % (fn, type(x).__name__))
+        raise TypeError(
+            "%s(): argument 'input' (position 1) must be Tensor, not %s" % (fn, type(x).__name__)
+        )
     return x
 
 
@@ -39,6 +41,7 @@ def _operand(x):
 
 # -- generated: one function per registry op that declares none of its own -----------------
 
+
 def _unary(op):
     name = op.name
 
@@ -46,6 +49,7 @@ def _unary(op):
         if out is None and isinstance(input, Tensor):
             return unary(op, input)
         return write_out(pointwise(op, (_t(input, name),)), out, name)
+
     f.__doc__ = "Elementwise ``%s`` (see ``torch.%s``)." % (op.formula, name)
     return f
 
@@ -57,6 +61,7 @@ def _binary(op):
         if out is None and isinstance(input, Tensor):
             return binary(op, input, other)
         return write_out(pointwise(op, (_t(input, name), _operand(other))), out, name)
+
     f.__doc__ = "Elementwise ``%s`` (see ``torch.%s``)." % (op.formula, name)
     return f
 
@@ -73,6 +78,7 @@ def _compare(op):
         except ValueError:
             raise broadcast_error((input, o)) from None
         return write_out(_make(np.asarray(r)), out, name)
+
     return f
 
 
@@ -81,6 +87,7 @@ def _unary_nograd(op):
 
     def f(input, *, out=None):
         return write_out(_make(np.asarray(uf(_t(input, name)._data))), out, name)
+
     return f
 
 
@@ -101,7 +108,7 @@ def generate(op):
 @implements("round")
 def round(input, *, decimals=0, out=None):  # noqa: A001
     if decimals:
-        s = 10.0 ** decimals
+        s = 10.0**decimals
         return write_out(div(unary(R["round"], mul(input, s)), s), out, "round")
     return write_out(pointwise(R["round"], (_t(input, "round"),)), out, "round")
 
@@ -126,8 +133,10 @@ def sub(input, other, *, alpha=1, out=None):
         return binary(R["sub"], input, other)
     other = _operand(other)
     if input._dtype is _dt.bool and isinstance(other, Tensor) and other._dtype is _dt.bool:
-        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
-                           "supported. Use the `^` or `logical_xor()` operator instead.")
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not "
+            "supported. Use the `^` or `logical_xor()` operator instead."
+        )
     if alpha != 1:
         other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
     return write_out(pointwise(R["sub"], (_t(input, "sub"), other)), out, "sub")
@@ -165,8 +174,10 @@ def div(input, other, *, rounding_mode=None, out=None):
     elif rounding_mode == "floor":
         res = floor_divide(input, other)
     else:
-        raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
-                           "found '%s'" % rounding_mode)
+        raise RuntimeError(
+            "div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+            "found '%s'" % rounding_mode
+        )
     return write_out(res, out, "div")
 
 
@@ -213,7 +224,6 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
     return write_out(pointwise(R["clamp"], (input,), (lo, hi)), out, "clamp")
 
 
-
 @implements("clamp_min")
 def clamp_min(input, min, *, out=None):  # noqa: A002
     if isinstance(min, Tensor) or not input._dtype.is_inexact:
@@ -230,14 +240,16 @@ def clamp_max(input, max, *, out=None):  # noqa: A002
 
 @implements("maximum")
 def maximum(input, other, *, out=None):
-    return write_out(pointwise(R["maximum"], (_t(input, "maximum"), _t(other, "maximum"))), out,
-                     "maximum")
+    return write_out(
+        pointwise(R["maximum"], (_t(input, "maximum"), _t(other, "maximum"))), out, "maximum"
+    )
 
 
 @implements("minimum")
 def minimum(input, other, *, out=None):
-    return write_out(pointwise(R["minimum"], (_t(input, "minimum"), _t(other, "minimum"))), out,
-                     "minimum")
+    return write_out(
+        pointwise(R["minimum"], (_t(input, "minimum"), _t(other, "minimum"))), out, "minimum"
+    )
 
 
 @implements("remainder")
@@ -262,8 +274,10 @@ def where(condition, input=None, other=None, *, out=None):
     if input is None and other is None:
         return nonzero(condition, as_tuple=True)
     if not isinstance(condition, Tensor) or condition._dtype is not _dt.bool:
-        raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor "
-                           "with dtype %s" % (getattr(condition, "_dtype", type(condition)),))
+        raise RuntimeError(
+            "where expected condition to be a boolean tensor, but got a tensor "
+            "with dtype %s" % (getattr(condition, "_dtype", type(condition)),)
+        )
     input, other = _operand(input), _operand(other)
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         input = tensor(input, dtype=_dt.result_type(input, other))
@@ -273,12 +287,16 @@ def where(condition, input=None, other=None, *, out=None):
 @implements("masked_fill")
 def masked_fill(input, mask, value):
     if not isinstance(mask, Tensor) or mask._dtype is not _dt.bool:
-        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype %s"
-                           % getattr(mask, "_dtype", type(mask).__name__))
+        raise RuntimeError(
+            "masked_fill_ only supports boolean masks, but got mask with dtype %s"
+            % getattr(mask, "_dtype", type(mask).__name__)
+        )
     if isinstance(value, Tensor):
         if value._data.ndim != 0:
-            raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
-                               "tensor with %d dimension(s)." % value._data.ndim)
+            raise RuntimeError(
+                "masked_fill_ only supports a 0-dimensional value tensor, but got "
+                "tensor with %d dimension(s)." % value._data.ndim
+            )
         value = value.item()
     if not input._dtype.is_inexact:
         arr = np.where(mask._data, value, input._data).astype(input._data.dtype)
@@ -303,8 +321,7 @@ def floor_divide(input, other, *, out=None):
 
 @op("equal", "compare", variants=(FUNCTION, METHOD))
 def equal(input, other):
-    return input._data.shape == other._data.shape and bool(np.array_equal(input._data,
-                                                                             other._data))
+    return input._data.shape == other._data.shape and bool(np.array_equal(input._data, other._data))
 
 
 @op("allclose", "compare", variants=(FUNCTION, METHOD))
@@ -315,8 +332,6 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 @op("isclose", "compare", variants=(FUNCTION, METHOD))
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return _make(np.isclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
-
-
 
 
 for _op in list(REGISTRY.values()):

@@ -1,5 +1,6 @@
 """Reductions: sum mean prod amax amin max min argmax argmin var std norm logsumexp cumsum all
 any.  Forward: Numba kernels over an (outer, n, inner) layout; backward: nbgrad ops."""
+
 import collections
 import math
 
@@ -11,7 +12,8 @@ from ..autograd.batching import batched, lead
 from ..creation import zeros
 from ..grad_mode import no_grad
 from ..kernels.cpu import reduce as K
-from .pointwise_fns import abs as _abs, maximum, minimum, sign, where
+from .pointwise_fns import abs as _abs
+from .pointwise_fns import maximum, minimum, sign, where
 from .registry import FUNCTION, LINEAR, METHOD, OUT, op
 
 FM, FMO = (FUNCTION, METHOD), (FUNCTION, METHOD, OUT)
@@ -42,9 +44,9 @@ def to3d(a, dims):
         return a.reshape(1, 1, 1)
     shape = a.shape
     if dims == tuple(range(dims[0], dims[-1] + 1)) and a.flags.c_contiguous:
-        outer = int(np.prod(shape[:dims[0]], dtype=np.int64))
-        n = int(np.prod(shape[dims[0]:dims[-1] + 1], dtype=np.int64))
-        inner = int(np.prod(shape[dims[-1] + 1:], dtype=np.int64))
+        outer = int(np.prod(shape[: dims[0]], dtype=np.int64))
+        n = int(np.prod(shape[dims[0] : dims[-1] + 1], dtype=np.int64))
+        inner = int(np.prod(shape[dims[-1] + 1 :], dtype=np.int64))
         return a.reshape(outer, n, inner)
     keep = [d for d in range(nd) if d not in dims]
     t = np.ascontiguousarray(a.transpose(keep + list(dims)))
@@ -88,6 +90,7 @@ def _grad_to(g, shape, dims, keepdim):
 
 # -- sum / mean --------------------------------------------------------------------------------
 
+
 @batched
 def _sum_vjp(node, grads):
     shape, dims, keepdim = node.attrs
@@ -102,13 +105,23 @@ def _mean_vjp(node, grads):
     return (_grad_to(g, shape, dims, keepdim).expand(lead(g) + shape) / n,)
 
 
-@op("sum", "reduction", node={False: "SumBackward0", True: "SumBackward1"}, vjp=_sum_vjp,
-    variants=FMO, kernels=CPU, jvp=LINEAR)
+@op(
+    "sum",
+    "reduction",
+    node={False: "SumBackward0", True: "SumBackward1"},
+    vjp=_sum_vjp,
+    variants=FMO,
+    kernels=CPU,
+    jvp=LINEAR,
+)
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
     x = input
     dims = _dims(dim, x._data.ndim)
-    d = _dt.as_dtype(dtype) if dtype is not None else (
-        _dt.int64 if not x._dtype.is_inexact else x._dtype)
+    d = (
+        _dt.as_dtype(dtype)
+        if dtype is not None
+        else (_dt.int64 if not x._dtype.is_inexact else x._dtype)
+    )
     a = _compute_arr(x)
     if not d.is_inexact:
         r, _ = _run(K.isum_fwd_cpu, a.astype(np.int64, copy=False), dims, keepdim, np.int64)
@@ -117,17 +130,30 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
         r, _ = _run(K.sum_fwd_cpu, a, dims, keepdim, a.dtype)
     if r is None:
         r = np.zeros(out_shape(x._data.shape, dims, keepdim), a.dtype)
-    return sum.op.record(r.astype(d.np, copy=False), (x,), overload=dim is not None,
-                         attrs=(x._data.shape, dims, keepdim))
+    return sum.op.record(
+        r.astype(d.np, copy=False),
+        (x,),
+        overload=dim is not None,
+        attrs=(x._data.shape, dims, keepdim),
+    )
 
 
-@op("mean", "reduction", node={False: "MeanBackward0", True: "MeanBackward1"}, vjp=_mean_vjp,
-    variants=FMO, kernels=CPU, jvp=LINEAR)
+@op(
+    "mean",
+    "reduction",
+    node={False: "MeanBackward0", True: "MeanBackward1"},
+    vjp=_mean_vjp,
+    variants=FMO,
+    kernels=CPU,
+    jvp=LINEAR,
+)
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     x = input
     if dtype is None and not x._dtype.is_inexact:
-        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
-                           "floating point or complex dtype. Got: %s" % x._dtype._legacy)
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a "
+            "floating point or complex dtype. Got: %s" % x._dtype._legacy
+        )
     dims = _dims(dim, x._data.ndim)
     n = int(np.prod([x._data.shape[d] for d in dims], dtype=np.int64)) if x._data.ndim else 1
     d = _dt.as_dtype(dtype) or x._dtype
@@ -137,11 +163,16 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
         r = np.full(out_shape(x._data.shape, dims, keepdim), np.nan, a.dtype)
     else:
         r = r / a.dtype.type(n) if n else r
-    return mean.op.record(np.asarray(r).astype(d.np, copy=False), (x,),
-                          overload=dim is not None, attrs=(x._data.shape, dims, keepdim, n))
+    return mean.op.record(
+        np.asarray(r).astype(d.np, copy=False),
+        (x,),
+        overload=dim is not None,
+        attrs=(x._data.shape, dims, keepdim, n),
+    )
 
 
 # -- prod --------------------------------------------------------------------------------------
+
 
 @batched
 def _prod_vjp(node, grads):
@@ -166,24 +197,39 @@ def _prod_vjp(node, grads):
     return (g * _make(others.astype(x._data.dtype)),)
 
 
-@op("prod", "reduction", node={False: "ProdBackward0", True: "ProdBackward1"}, vjp=_prod_vjp,
-    saves=("x", "out"), variants=FM, kernels=CPU)
+@op(
+    "prod",
+    "reduction",
+    node={False: "ProdBackward0", True: "ProdBackward1"},
+    vjp=_prod_vjp,
+    saves=("x", "out"),
+    variants=FM,
+    kernels=CPU,
+)
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     x = input
     if dim is not None and isinstance(dim, (list, tuple)):
         raise TypeError("prod(): argument 'dim' must be int, not %s" % type(dim).__name__)
     dims = _dims(dim, x._data.ndim)
-    d = _dt.as_dtype(dtype) if dtype is not None else (
-        _dt.int64 if not x._dtype.is_inexact else x._dtype)
+    d = (
+        _dt.as_dtype(dtype)
+        if dtype is not None
+        else (_dt.int64 if not x._dtype.is_inexact else x._dtype)
+    )
     a = _compute_arr(x).astype(_dt.float32.np if d is _dt.float16 else d.np, copy=False)
     r, _ = _run(K.prod_fwd_cpu, a, dims, keepdim, a.dtype)
     if r is None:
         r = np.ones(out_shape(x._data.shape, dims, keepdim), a.dtype)
-    return prod.op.record(r.astype(d.np, copy=False), (x,), overload=dim is not None,
-                          attrs=(x._data.shape, dims, keepdim))
+    return prod.op.record(
+        r.astype(d.np, copy=False),
+        (x,),
+        overload=dim is not None,
+        attrs=(x._data.shape, dims, keepdim),
+    )
 
 
 # -- max / min ---------------------------------------------------------------------------------
+
 
 @batched
 def _evenly_vjp(node, grads):
@@ -193,7 +239,7 @@ def _evenly_vjp(node, grads):
     out = node.unpack("out")
     g = _grad_to(grads[0], shape, dims, keepdim)
     o = _unsqueeze_to(out, shape, dims, keepdim)
-    mask = (x == o)
+    mask = x == o
     count = mask.sum(dim=dims, keepdim=True)
     return (g * mask / count,)
 
@@ -202,24 +248,43 @@ def _extreme(x, dim, keepdim, take_max, opdef, overload=None):
     if x._data.size == 0 and (dim is None or x._data.shape[_wrap_dim(dim, x._data.ndim)] == 0):
         raise RuntimeError(
             "%s(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
-            "reduction dim with the 'dim' argument." % ("max" if take_max else "min"))
+            "reduction dim with the 'dim' argument." % ("max" if take_max else "min")
+        )
     dims = _dims(dim, x._data.ndim)
     a = _compute_arr(x)
     if a.dtype == np.bool_:
         a = a.astype(np.int64)
     r, _ = _run(K.amax_fwd_cpu, a, dims, keepdim, a.dtype, take_max)
-    return opdef.record(r.astype(x._data.dtype, copy=False), (x,), overload=overload,
-                        attrs=(x._data.shape, dims, keepdim))
+    return opdef.record(
+        r.astype(x._data.dtype, copy=False),
+        (x,),
+        overload=overload,
+        attrs=(x._data.shape, dims, keepdim),
+    )
 
 
-@op("amax", "reduction", node="AmaxBackward0", vjp=_evenly_vjp, saves=("x", "out"), variants=FM,
-    kernels=CPU)
+@op(
+    "amax",
+    "reduction",
+    node="AmaxBackward0",
+    vjp=_evenly_vjp,
+    saves=("x", "out"),
+    variants=FM,
+    kernels=CPU,
+)
 def amax(input, dim=(), keepdim=False):
     return _extreme(input, dim if dim != () else None, keepdim, True, amax.op)
 
 
-@op("amin", "reduction", node="AminBackward0", vjp=_evenly_vjp, saves=("x", "out"), variants=FM,
-    kernels=CPU)
+@op(
+    "amin",
+    "reduction",
+    node="AminBackward0",
+    vjp=_evenly_vjp,
+    saves=("x", "out"),
+    variants=FM,
+    kernels=CPU,
+)
 def amin(input, dim=(), keepdim=False):
     return _extreme(input, dim if dim != () else None, keepdim, False, amin.op)
 
@@ -238,8 +303,10 @@ def _select_vjp(node, grads):
 def _argext(x, dim, keepdim, take_max):
     dims = _dims(dim, x._data.ndim)
     if x._data.size == 0:
-        raise RuntimeError("%s(): Expected reduction dim to be specified for input.numel() == 0."
-                           % ("argmax" if take_max else "argmin"))
+        raise RuntimeError(
+            "%s(): Expected reduction dim to be specified for input.numel() == 0."
+            % ("argmax" if take_max else "argmin")
+        )
     a = _compute_arr(x)
     if a.dtype == np.bool_:
         a = a.astype(np.int64)
@@ -261,8 +328,13 @@ def _max_min(input, dim, keepdim, take_max, other, opdef):
     if not keepdim and input._data.ndim:
         vals = vals.squeeze(d)
     idx_t = _make(idx)
-    vals = opdef.record(np.ascontiguousarray(vals), (input,), overload="dim",
-                        attrs=(input._data.shape, d, keepdim), saved={"indices": idx_t})
+    vals = opdef.record(
+        np.ascontiguousarray(vals),
+        (input,),
+        overload="dim",
+        attrs=(input._data.shape, d, keepdim),
+        saved={"indices": idx_t},
+    )
     return values_indices(vals, idx_t)
 
 
@@ -274,14 +346,28 @@ _EXTREME = {"all": _evenly_vjp, "dim": _select_vjp}
 _EXTREME_SAVES = {"all": ("x", "out"), "dim": ()}
 
 
-@op("max", "reduction", node={"all": "MaxBackward1", "dim": "MaxBackward0"}, vjp=_EXTREME,
-    saves=_EXTREME_SAVES, variants=FM, kernels=CPU)
+@op(
+    "max",
+    "reduction",
+    node={"all": "MaxBackward1", "dim": "MaxBackward0"},
+    vjp=_EXTREME,
+    saves=_EXTREME_SAVES,
+    variants=FM,
+    kernels=CPU,
+)
 def max(input, dim=None, keepdim=False, *, other=None):  # noqa: A001
     return _max_min(input, dim, keepdim, True, other, max.op)
 
 
-@op("min", "reduction", node={"all": "MinBackward1", "dim": "MinBackward0"}, vjp=_EXTREME,
-    saves=_EXTREME_SAVES, variants=FM, kernels=CPU)
+@op(
+    "min",
+    "reduction",
+    node={"all": "MinBackward1", "dim": "MinBackward0"},
+    vjp=_EXTREME,
+    saves=_EXTREME_SAVES,
+    variants=FM,
+    kernels=CPU,
+)
 def min(input, dim=None, keepdim=False, *, other=None):  # noqa: A001
     return _max_min(input, dim, keepdim, False, other, min.op)
 
@@ -303,6 +389,7 @@ def argmin(input, dim=None, keepdim=False):
 
 
 # -- var / std ---------------------------------------------------------------------------------
+
 
 def _correction(unbiased, correction):
     if correction is not None:
@@ -328,7 +415,7 @@ def _std_vjp(node, grads):
 
 
 def _var_std(x, dim, unbiased, keepdim, correction, take_sqrt, opdef):
-    if isinstance(dim, bool):           # var(x, False): the old "unbiased" positional
+    if isinstance(dim, bool):  # var(x, False): the old "unbiased" positional
         unbiased, dim = dim, None
     if not x._dtype.is_inexact:
         raise RuntimeError("std and var only support floating point and complex dtypes")
@@ -341,23 +428,33 @@ def _var_std(x, dim, unbiased, keepdim, correction, take_sqrt, opdef):
         r = np.full(out_shape(x._data.shape, dims, keepdim), np.nan, a.dtype)
     if take_sqrt:
         r = np.sqrt(r)
-    return opdef.record(np.asarray(r).astype(x._data.dtype, copy=False), (x,),
-                        attrs=(x._data.shape, dims, keepdim, n, c))
+    return opdef.record(
+        np.asarray(r).astype(x._data.dtype, copy=False),
+        (x,),
+        attrs=(x._data.shape, dims, keepdim, n, c),
+    )
 
 
-@op("var", "reduction", node="VarBackward0", vjp=_var_vjp, saves=("x",), variants=FM,
-    kernels=CPU)
+@op("var", "reduction", node="VarBackward0", vjp=_var_vjp, saves=("x",), variants=FM, kernels=CPU)
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return _var_std(input, dim, unbiased, keepdim, correction, False, var.op)
 
 
-@op("std", "reduction", node="StdBackward0", vjp=_std_vjp, saves=("x", "out"), variants=FM,
-    kernels=CPU)
+@op(
+    "std",
+    "reduction",
+    node="StdBackward0",
+    vjp=_std_vjp,
+    saves=("x", "out"),
+    variants=FM,
+    kernels=CPU,
+)
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return _var_std(input, dim, unbiased, keepdim, correction, True, std.op)
 
 
 # -- norm, logsumexp, cumsum -------------------------------------------------------------------
+
 
 @batched
 def _norm_vjp(node, grads):
@@ -371,18 +468,26 @@ def _norm_vjp(node, grads):
         return (g * sign(x),)
     if math.isinf(p):
         ax = _abs(x)
-        mask = (ax == out)
+        mask = ax == out
         return (g * sign(x) * mask / mask.sum(dim=dims, keepdim=True),)
     return (g * where(out == 0, 0.0, x * _abs(x) ** (p - 2) / out ** (p - 1)),)
 
 
-@op("norm", "reduction", node="LinalgVectorNormBackward0", vjp=_norm_vjp, saves=("x", "out"),
-    variants=FM)
+@op(
+    "norm",
+    "reduction",
+    node="LinalgVectorNormBackward0",
+    vjp=_norm_vjp,
+    saves=("x", "out"),
+    variants=FM,
+)
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     x = input
     if not x._dtype.is_inexact:
-        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
-                           "input. Got %s" % x._dtype._legacy)
+        raise RuntimeError(
+            "linalg.vector_norm: Expected a floating point or complex tensor as "
+            "input. Got %s" % x._dtype._legacy
+        )
     if p == "fro" or p is None:
         p = 2.0
     p = float(p)
@@ -398,7 +503,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         elif p == 2:
             r = sum(ax * ax, dims, keepdim).sqrt()
         else:
-            r = sum(ax ** p, dims, keepdim) ** (1.0 / p)
+            r = sum(ax**p, dims, keepdim) ** (1.0 / p)
     return norm.op.record(r._data, (x,), attrs=(x._data.shape, dims, keepdim, p))
 
 
@@ -411,8 +516,15 @@ def _logsumexp_vjp(node, grads):
     return (g * (x - out).exp(),)
 
 
-@op("logsumexp", "reduction", node="LogsumexpBackward0", vjp=_logsumexp_vjp, saves=("x", "out"),
-    variants=FM, kernels=CPU)
+@op(
+    "logsumexp",
+    "reduction",
+    node="LogsumexpBackward0",
+    vjp=_logsumexp_vjp,
+    saves=("x", "out"),
+    variants=FM,
+    kernels=CPU,
+)
 def logsumexp(input, dim, keepdim=False):
     x = input
     if not x._dtype.is_inexact:
@@ -422,8 +534,9 @@ def logsumexp(input, dim, keepdim=False):
     r, _ = _run(K.logsumexp_fwd_cpu, a, dims, keepdim, a.dtype)
     if r is None:
         r = np.full(out_shape(x._data.shape, dims, keepdim), -np.inf, a.dtype)
-    return logsumexp.op.record(np.asarray(r).astype(x._data.dtype, copy=False), (x,),
-                               attrs=(x._data.shape, dims, keepdim))
+    return logsumexp.op.record(
+        np.asarray(r).astype(x._data.dtype, copy=False), (x,), attrs=(x._data.shape, dims, keepdim)
+    )
 
 
 @batched
@@ -433,12 +546,23 @@ def _cumsum_vjp(node, grads):
     return (grads[0].flip(dim).cumsum(dim).flip(dim),)
 
 
-@op("cumsum", "reduction", node="CumsumBackward0", vjp=_cumsum_vjp, variants=FM, kernels=CPU, jvp=LINEAR)
+@op(
+    "cumsum",
+    "reduction",
+    node="CumsumBackward0",
+    vjp=_cumsum_vjp,
+    variants=FM,
+    kernels=CPU,
+    jvp=LINEAR,
+)
 def cumsum(input, dim, *, dtype=None):
     x = input
     d = _wrap_dim(dim, x._data.ndim)
-    od = _dt.as_dtype(dtype) if dtype is not None else (
-        _dt.int64 if not x._dtype.is_inexact else x._dtype)
+    od = (
+        _dt.as_dtype(dtype)
+        if dtype is not None
+        else (_dt.int64 if not x._dtype.is_inexact else x._dtype)
+    )
     a = _compute_arr(x).astype(_dt.float32.np if od is _dt.float16 else od.np, copy=False)
     if a.ndim == 0:
         r = a.copy()
@@ -453,21 +577,22 @@ def cumsum(input, dim, *, dtype=None):
             r = np.moveaxis(r, -1, d)
         else:
             r = o3.reshape(a.shape)
-    return cumsum.op.record(np.ascontiguousarray(r).astype(od.np, copy=False), (x,),
-                            attrs=(d,))
+    return cumsum.op.record(np.ascontiguousarray(r).astype(od.np, copy=False), (x,), attrs=(d,))
 
 
 @op("all", "reduction", variants=FM)
 def all(input, dim=None, keepdim=False):  # noqa: A001
     if dim is None:
         return _make(np.asarray(np.all(input._data)))
-    return _make(np.asarray(np.all(input._data, axis=_dims(dim, input._data.ndim),
-                                   keepdims=keepdim)))
+    return _make(
+        np.asarray(np.all(input._data, axis=_dims(dim, input._data.ndim), keepdims=keepdim))
+    )
 
 
 @op("any", "reduction", variants=FM)
 def any(input, dim=None, keepdim=False):  # noqa: A001
     if dim is None:
         return _make(np.asarray(np.any(input._data)))
-    return _make(np.asarray(np.any(input._data, axis=_dims(dim, input._data.ndim),
-                                   keepdims=keepdim)))
+    return _make(
+        np.asarray(np.any(input._data, axis=_dims(dim, input._data.ndim), keepdims=keepdim))
+    )

@@ -12,6 +12,7 @@ the argument names (``x``, ``y``, ``z``), ``out`` (the result), the op's scalar 
 the kernel vocabulary.  What a pointwise op saves is inferred from the names its partials use, as
 PyTorch's codegen infers it from derivatives.yaml; a structured op declares ``saves``.
 """
+
 import functools
 import traceback
 
@@ -19,11 +20,11 @@ import numpy as np
 
 from .. import _flags
 from .._tensor import Tensor
-from ..autograd.graph import Node, SavedOutput, SavedTensor, edge, next_seq
-from ..grad_mode import STATE
 from ..autograd.anomaly_mode import STATE as _anomaly
-from ..kernels.build import names_in
+from ..autograd.graph import Node, SavedOutput, SavedTensor, edge, next_seq
 from ..autograd.saved import ERR_FREED
+from ..grad_mode import STATE
+from ..kernels.build import names_in
 
 REGISTRY = {}
 _NODE_CLASSES = {}
@@ -42,13 +43,53 @@ class OpDef:
     gradient, numpy ufunc) or a family name for ops with a Python forward over kernels and a
     ``vjp`` written in nbgrad ops ('reduction', 'shape', 'indexing', 'linalg', 'softmax', 'nn')."""
 
-    __slots__ = ("name", "kind", "node", "nodes", "formula", "partials", "args", "attrs",
-                 "saves", "rule", "numpy", "variants", "aliases", "hints", "differentiable",
-                 "vjp", "jvp", "bool_args", "kernels", "fn", "impl", "_forward_mode", "_cache")
+    __slots__ = (
+        "name",
+        "kind",
+        "node",
+        "nodes",
+        "formula",
+        "partials",
+        "args",
+        "attrs",
+        "saves",
+        "rule",
+        "numpy",
+        "variants",
+        "aliases",
+        "hints",
+        "differentiable",
+        "vjp",
+        "jvp",
+        "bool_args",
+        "kernels",
+        "fn",
+        "impl",
+        "_forward_mode",
+        "_cache",
+    )
 
-    def __init__(self, name, kind, *, node=None, formula=None, partials=(), args=("x",),
-                 attrs=(), rule="promote", numpy=None, variants=(), aliases=(), vjp=None,
-                 jvp=None, saves=None, bool_args=(), kernels=None, **hints):
+    def __init__(
+        self,
+        name,
+        kind,
+        *,
+        node=None,
+        formula=None,
+        partials=(),
+        args=("x",),
+        attrs=(),
+        rule="promote",
+        numpy=None,
+        variants=(),
+        aliases=(),
+        vjp=None,
+        jvp=None,
+        saves=None,
+        bool_args=(),
+        kernels=None,
+        **hints,
+    ):
         self.name = name
         self.kind = kind
         # node: one name, or {overload: name} when overloads record different nodes
@@ -67,10 +108,11 @@ class OpDef:
         self.vjp = vjp
         self.bool_args = tuple(bool_args)
         self.differentiable = bool(self.nodes)
-        self.jvp = jvp or (ELEMENTWISE if kind == "pointwise" else
-                           TRANSPOSE if self.differentiable else COMPOSITE)
-        self.kernels = kernels or {}   # device -> kernel module (structured ops)
-        self.fn = None                 # the public function, set by define()
+        self.jvp = jvp or (
+            ELEMENTWISE if kind == "pointwise" else TRANSPOSE if self.differentiable else COMPOSITE
+        )
+        self.kernels = kernels or {}  # device -> kernel module (structured ops)
+        self.fn = None  # the public function, set by define()
         self.impl = None
         self._forward_mode = None
         self._cache = {}  # pointwise: (compute dtype, with attrs) -> forward kernel
@@ -101,14 +143,17 @@ class OpDef:
         op = self
 
         if OUT in self.variants:
+
             def public(*args, out=None, **kwargs):
                 res = op._call(args, kwargs) if _flags.FWD and fwd else impl(*args, **kwargs)
                 return res if out is None else write_out(res, out, op.name)
         else:
+
             def public(*args, **kwargs):
                 if _flags.FWD:
                     return op._call(args, kwargs)
                 return impl(*args, **kwargs)
+
         self.fn = functools.wraps(impl)(public)
         self.fn.op = self
         return self.fn
@@ -125,10 +170,19 @@ class OpDef:
         slots = inputs
         if self.bool_args:  # masks and conditions take no gradient
             slots = [None if n in self.bool_args else t for n, t in zip(self.args, inputs)]
-        return record(arr, self.nodes.get(overload), slots, _pick(self.vjp, overload),
-                      attrs=attrs, saved=saved, view_of=view_of,
-                      saves=[(n, inputs[self.args.index(n)] if n != "out" else None)
-                             for n in _pick(self.saves, overload)])
+        return record(
+            arr,
+            self.nodes.get(overload),
+            slots,
+            _pick(self.vjp, overload),
+            attrs=attrs,
+            saved=saved,
+            view_of=view_of,
+            saves=[
+                (n, inputs[self.args.index(n)] if n != "out" else None)
+                for n in _pick(self.saves, overload)
+            ],
+        )
 
 
 def record(arr, cls, inputs, vjp, *, attrs=None, saved=None, view_of=None, saves=()):
@@ -157,8 +211,11 @@ def record(arr, cls, inputs, vjp, *, attrs=None, saved=None, view_of=None, saves
         outs = _view(arr, node, view_of)
     s = {}
     for name, value in saves:
-        s[name] = SavedOutput(outs) if name == "out" else (
-            SavedTensor(value) if isinstance(value, Tensor) else value)
+        s[name] = (
+            SavedOutput(outs)
+            if name == "out"
+            else (SavedTensor(value) if isinstance(value, Tensor) else value)
+        )
     if saved:
         for k, v in saved.items():
             s[k] = SavedTensor(v) if isinstance(v, Tensor) else v
@@ -225,14 +282,18 @@ def write_out(res, out, name):
     if out is None:
         return res
     if STATE.enabled and (res._requires_grad or out._requires_grad):
-        raise RuntimeError("%s(): functions with out=... arguments don't support automatic "
-                           "differentiation, but one of the arguments requires grad." % name)
+        raise RuntimeError(
+            "%s(): functions with out=... arguments don't support automatic "
+            "differentiation, but one of the arguments requires grad." % name
+        )
     if out._data.shape != res._data.shape:
         if out._data.size == 0:
             out._data = np.empty(res._data.shape, out._data.dtype)
         else:
-            raise RuntimeError("output with shape %s doesn't match the broadcast shape %s"
-                               % (list(out._data.shape), list(res._data.shape)))
+            raise RuntimeError(
+                "output with shape %s doesn't match the broadcast shape %s"
+                % (list(out._data.shape), list(res._data.shape))
+            )
     out._data[...] = res._data
     out._vc[0] += 1
     return out
@@ -300,26 +361,32 @@ def register(op):
 def op(name, kind, **decl):
     """Decorator: declare op ``name`` (see OpDef) with the function below as its forward and
     public function; returns the public function."""
+
     def deco(impl):
         return register(OpDef(name, kind, **decl)).define(impl)
+
     return deco
 
 
 def internal_op(name, kind, **decl):
     """``op`` for a helper op that is no public surface (a backward built from other ops'
     backwards): declared the same way, but not in REGISTRY."""
+
     def deco(impl):
         return OpDef(name, kind, **decl).define(impl)
+
     return deco
 
 
 def implements(name):
     """Decorator: the function below is the public function of the already declared ``name``
     (a pointwise op whose PyTorch signature needs more than the generated one)."""
+
     def deco(impl):
         op = REGISTRY[name]
         op.fn = op.impl = impl  # takes out= itself; pointwise forward mode is in dispatch
         return impl
+
     return deco
 
 
@@ -327,6 +394,7 @@ def missing_variants(op, namespace):
     """The declared variants of ``op`` that ``namespace`` (the ``nbgrad`` module) and ``Tensor``
     do not provide: what tests/test_registry.py asserts is empty for every op."""
     import inspect
+
     missing = []
     fn = op.fn or missing  # an op never defined has no public function at all
     for name in op.public_names:
@@ -336,8 +404,9 @@ def missing_variants(op, namespace):
             missing.append("Tensor.%s" % name)
         if INPLACE in op.variants and not callable(getattr(Tensor, name + "_", None)):
             missing.append("Tensor.%s_" % name)
-    if OUT in op.variants and (op.fn is None or "out" not in inspect.signature(op.fn).parameters
-                               and not _wraps_out(op.fn)):
+    if OUT in op.variants and (
+        op.fn is None or "out" not in inspect.signature(op.fn).parameters and not _wraps_out(op.fn)
+    ):
         missing.append("%s(out=)" % op.name)
     if op.differentiable and op.vjp is None:
         missing.append("%s backward" % op.name)
@@ -345,4 +414,6 @@ def missing_variants(op, namespace):
 
 
 def _wraps_out(fn):
-    return "out" in fn.__code__.co_varnames[:fn.__code__.co_argcount + fn.__code__.co_kwonlyargcount]
+    return (
+        "out" in fn.__code__.co_varnames[: fn.__code__.co_argcount + fn.__code__.co_kwonlyargcount]
+    )

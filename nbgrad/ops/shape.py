@@ -1,5 +1,6 @@
 """Shape and movement ops.  Views share storage, version counter and ``_base`` with their
 input; their backward is the inverse movement of the gradient."""
+
 import numbers
 
 import numpy as np
@@ -57,15 +58,20 @@ def _reshape_vjp(node, grads):
 
 @op("view", "shape", node="ViewBackward0", vjp=_reshape_vjp, variants=M, jvp=LINEAR)
 def view(input, *shape):
-    if len(shape) == 1 and isinstance(shape[0], (_dt.dtype, type)) or (
-            len(shape) == 1 and isinstance(shape[0], str)):
+    if (
+        len(shape) == 1
+        and isinstance(shape[0], (_dt.dtype, type))
+        or (len(shape) == 1 and isinstance(shape[0], str))
+    ):
         return view_dtype(input, shape[0])
     shape = _infer(_size_args(shape), input._data.size)
     v = _try_view(input._data, shape)
     if v is None:
-        raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
-                           "least one dimension spans across two contiguous subspaces). Use "
-                           ".reshape(...) instead.")
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at "
+            "least one dimension spans across two contiguous subspaces). Use "
+            ".reshape(...) instead."
+        )
     return view.op.record(v, (input,), view_of=input, attrs=(input._data.shape,))
 
 
@@ -74,16 +80,24 @@ def view_dtype(input, dtype):
     return _make(input._data.view(d.np), None, 0, input._vc, input._base or input)
 
 
-@op("reshape", "shape", node={"view": "ViewBackward0", "copy": "UnsafeViewBackward0"},
-    vjp=_reshape_vjp, variants=FM, jvp=LINEAR)
+@op(
+    "reshape",
+    "shape",
+    node={"view": "ViewBackward0", "copy": "UnsafeViewBackward0"},
+    vjp=_reshape_vjp,
+    variants=FM,
+    jvp=LINEAR,
+)
 def reshape(input, *shape):
     shape = _infer(_size_args(shape), input._data.size)
     v = _try_view(input._data, shape)
     if v is not None:
-        return reshape.op.record(v, (input,), overload="view", view_of=input,
-                                 attrs=(input._data.shape,))
-    return reshape.op.record(input._data.reshape(shape), (input,), overload="copy",
-                             attrs=(input._data.shape,))
+        return reshape.op.record(
+            v, (input,), overload="view", view_of=input, attrs=(input._data.shape,)
+        )
+    return reshape.op.record(
+        input._data.reshape(shape), (input,), overload="copy", attrs=(input._data.shape,)
+    )
 
 
 @op("flatten", "shape", variants=FM, jvp=LINEAR)
@@ -98,18 +112,24 @@ def flatten(input, start_dim=0, end_dim=-1):
     if s == e:
         return input
     shape = input._data.shape
-    return reshape(input, shape[:s] + (-1,) + shape[e + 1:])
+    return reshape(input, shape[:s] + (-1,) + shape[e + 1 :])
 
 
 @op("unflatten", "shape", variants=FM, jvp=LINEAR)
 def unflatten(input, dim, sizes):
     d = _wrap_dim(dim, input._data.ndim)
     shape = input._data.shape
-    return reshape(input, shape[:d] + tuple(sizes) + shape[d + 1:])
+    return reshape(input, shape[:d] + tuple(sizes) + shape[d + 1 :])
 
 
-@op("squeeze", "shape", node={None: "SqueezeBackward0", "dim": "SqueezeBackward1",
-                              "dims": "SqueezeBackward2"}, vjp=_reshape_vjp, variants=FM, jvp=LINEAR)
+@op(
+    "squeeze",
+    "shape",
+    node={None: "SqueezeBackward0", "dim": "SqueezeBackward1", "dims": "SqueezeBackward2"},
+    vjp=_reshape_vjp,
+    variants=FM,
+    jvp=LINEAR,
+)
 def squeeze(input, dim=None):
     shape = input._data.shape
     if dim is None:
@@ -120,8 +140,9 @@ def squeeze(input, dim=None):
         dims = {_wrap_dim(d, len(shape)) for d in dims}
         new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
         overload = "dims" if isinstance(dim, (tuple, list)) else "dim"
-    return squeeze.op.record(input._data.reshape(new), (input,), overload=overload,
-                             view_of=input, attrs=(shape,))
+    return squeeze.op.record(
+        input._data.reshape(new), (input,), overload=overload, view_of=input, attrs=(shape,)
+    )
 
 
 @batched
@@ -132,8 +153,7 @@ def _unsqueeze_vjp(node, grads):
 @op("unsqueeze", "shape", node="UnsqueezeBackward0", vjp=_unsqueeze_vjp, variants=FM, jvp=LINEAR)
 def unsqueeze(input, dim):
     d = _wrap_dim(dim, input._data.ndim + 1)
-    return unsqueeze.op.record(np.expand_dims(input._data, d), (input,), view_of=input,
-                               attrs=(d,))
+    return unsqueeze.op.record(np.expand_dims(input._data, d), (input,), view_of=input, attrs=(d,))
 
 
 @batched
@@ -142,13 +162,21 @@ def _transpose_vjp(node, grads):
     return (grads[0].transpose(a + BATCH.dims, b + BATCH.dims),)
 
 
-@op("transpose", "shape", node="TransposeBackward0", vjp=_transpose_vjp, variants=FM,
-    aliases=("swapaxes", "swapdims"), jvp=LINEAR)
+@op(
+    "transpose",
+    "shape",
+    node="TransposeBackward0",
+    vjp=_transpose_vjp,
+    variants=FM,
+    aliases=("swapaxes", "swapdims"),
+    jvp=LINEAR,
+)
 def transpose(input, dim0, dim1):
     nd = input._data.ndim
     a, b = _wrap_dim(dim0, nd), _wrap_dim(dim1, nd)
-    return transpose.op.record(np.swapaxes(input._data, a, b), (input,), view_of=input,
-                               attrs=(a, b))
+    return transpose.op.record(
+        np.swapaxes(input._data, a, b), (input,), view_of=input, attrs=(a, b)
+    )
 
 
 @batched
@@ -160,8 +188,9 @@ def _t_vjp(node, grads):
 @op("t", "shape", node="TBackward0", vjp=_t_vjp, variants=FM, jvp=LINEAR)
 def t(input):
     if input._data.ndim > 2:
-        raise RuntimeError("t() expects a tensor with <= 2 dimensions, but self is %dD"
-                           % input._data.ndim)
+        raise RuntimeError(
+            "t() expects a tensor with <= 2 dimensions, but self is %dD" % input._data.ndim
+        )
     return t.op.record(input._data.T, (input,), view_of=input)
 
 
@@ -176,9 +205,11 @@ def permute(input, *dims):
     dims = _size_args(dims)
     nd = input._data.ndim
     if len(dims) != nd:
-        raise RuntimeError("permute(sparse_coo): number of dimensions in the tensor input does "
-                           "not match the length of the desired ordering of dimensions i.e. "
-                           "input.dim() = %d is not equal to len(dims) = %d" % (nd, len(dims)))
+        raise RuntimeError(
+            "permute(sparse_coo): number of dimensions in the tensor input does "
+            "not match the length of the desired ordering of dimensions i.e. "
+            "input.dim() = %d is not equal to len(dims) = %d" % (nd, len(dims))
+        )
     dims = tuple(_wrap_dim(d, nd) for d in dims)
     if len(set(dims)) != nd:
         raise RuntimeError("permute(): duplicate dims are not allowed.")
@@ -191,8 +222,10 @@ def movedim(input, source, destination):
     nd = input._data.ndim
     order = list(range(nd))
     src = [_wrap_dim(s, nd) for s in (source if isinstance(source, (list, tuple)) else [source])]
-    dst = [_wrap_dim(s, nd) for s in (destination if isinstance(destination, (list, tuple))
-                                      else [destination])]
+    dst = [
+        _wrap_dim(s, nd)
+        for s in (destination if isinstance(destination, (list, tuple)) else [destination])
+    ]
     rest = [d for d in order if d not in src]
     perm = [None] * nd
     for s, d in zip(src, dst):
@@ -212,34 +245,41 @@ def expand(input, *sizes):
     sizes = _size_args(sizes)
     shape = input._data.shape
     if len(sizes) < len(shape):
-        raise RuntimeError("expand(torch.FloatTensor{%s}, size=%s): the number of sizes provided "
-                           "(%d) must be greater or equal to the number of dimensions in the "
-                           "tensor (%d)" % (list(shape), list(sizes), len(sizes), len(shape)))
+        raise RuntimeError(
+            "expand(torch.FloatTensor{%s}, size=%s): the number of sizes provided "
+            "(%d) must be greater or equal to the number of dimensions in the "
+            "tensor (%d)" % (list(shape), list(sizes), len(sizes), len(shape))
+        )
     off = len(sizes) - len(shape)
     target = []
     for i, s in enumerate(sizes):
         if i < off:
             if s < 0:
-                raise RuntimeError("The expanded size of the tensor (%d) isn't allowed in a "
-                                   "leading, non-existing dimension %d" % (s, i))
+                raise RuntimeError(
+                    "The expanded size of the tensor (%d) isn't allowed in a "
+                    "leading, non-existing dimension %d" % (s, i)
+                )
             target.append(s)
         else:
             cur = shape[i - off]
             if s == -1:
                 s = cur
             if cur != s and cur != 1:
-                raise RuntimeError("The expanded size of the tensor (%d) must match the existing "
-                                   "size (%d) at non-singleton dimension %d.  Target sizes: %s.  "
-                                   "Tensor sizes: %s" % (s, cur, i, list(sizes), list(shape)))
+                raise RuntimeError(
+                    "The expanded size of the tensor (%d) must match the existing "
+                    "size (%d) at non-singleton dimension %d.  Target sizes: %s.  "
+                    "Tensor sizes: %s" % (s, cur, i, list(sizes), list(shape))
+                )
             target.append(s)
     # a writeable stride-0 view (np.broadcast_to's is read-only); in-place writes to it are
     # refused by autograd.inplace.check_inplace with PyTorch's "single memory location" error
     src = input._data
     strides = [0] * (len(target) - src.ndim) + [
-        0 if (s == 1 and t != 1) else st for s, t, st in zip(src.shape, target[off:],
-                                                            src.strides)]
-    arr = np.lib.stride_tricks.as_strided(src, tuple(target), tuple(strides),
-                                          writeable=src.flags.writeable)
+        0 if (s == 1 and t != 1) else st for s, t, st in zip(src.shape, target[off:], src.strides)
+    ]
+    arr = np.lib.stride_tricks.as_strided(
+        src, tuple(target), tuple(strides), writeable=src.flags.writeable
+    )
     return expand.op.record(arr, (input,), view_of=input, attrs=(shape,))
 
 
@@ -279,28 +319,40 @@ def _split_vjp(node, grads):
     return (cat(parts, dim + len(b)),)
 
 
-@op("split", "shape", node={"size": "SplitBackward0", "sizes": "SplitWithSizesBackward0"},
-    vjp=_split_vjp, variants=FM, jvp=LINEAR)
+@op(
+    "split",
+    "shape",
+    node={"size": "SplitBackward0", "sizes": "SplitWithSizesBackward0"},
+    vjp=_split_vjp,
+    variants=FM,
+    jvp=LINEAR,
+)
 def split(tensor, split_size_or_sections, dim=0):
     d = _wrap_dim(dim, tensor._data.ndim)
     n = tensor._data.shape[d]
     if isinstance(split_size_or_sections, numbers.Integral):
         s = int(split_size_or_sections)
         if s <= 0 and n > 0:
-            raise RuntimeError("split_size can only be 0 if dimension size is 0, but got "
-                               "dimension size of %d" % n)
+            raise RuntimeError(
+                "split_size can only be 0 if dimension size is 0, but got dimension size of %d" % n
+            )
         sizes = [s] * (n // s) + ([n % s] if n % s else []) if s else [0]
     else:
         sizes = [int(v) for v in split_size_or_sections]
         if sum(sizes) != n:
-            raise RuntimeError("split_with_sizes expects split_sizes to sum exactly to %d "
-                               "(input tensor's size at dimension %d), but got split_sizes=%s"
-                               % (n, d, sizes))
+            raise RuntimeError(
+                "split_with_sizes expects split_sizes to sum exactly to %d "
+                "(input tensor's size at dimension %d), but got split_sizes=%s" % (n, d, sizes)
+            )
     idx = np.cumsum(sizes)[:-1]
     parts = np.split(tensor._data, idx, axis=d)
     overload = "size" if isinstance(split_size_or_sections, numbers.Integral) else "sizes"
-    outs = split.op.record(tuple(parts), (tensor,), overload=overload,
-                           attrs=(d, sizes, tensor._data.shape, tensor._dtype))
+    outs = split.op.record(
+        tuple(parts),
+        (tensor,),
+        overload=overload,
+        attrs=(d, sizes, tensor._data.shape, tensor._dtype),
+    )
     base = tensor._base if tensor._base is not None else tensor
     for o in outs:
         o._vc = tensor._vc
@@ -321,9 +373,8 @@ def chunk(input, chunks, dim=0):
 def _unbind_vjp(node, grads):
     dim, shape, dtype = node.attrs
     b = lead(next(g for g in grads if g is not None))
-    s = b + shape[:dim] + shape[dim + 1:]
-    return (stack([g if g is not None else zeros(*s, dtype=dtype) for g in grads],
-                  dim + len(b)),)
+    s = b + shape[:dim] + shape[dim + 1 :]
+    return (stack([g if g is not None else zeros(*s, dtype=dtype) for g in grads], dim + len(b)),)
 
 
 @op("unbind", "shape", node="UnbindBackward0", vjp=_unbind_vjp, variants=FM, jvp=LINEAR)
@@ -345,8 +396,14 @@ def _cat_vjp(node, grads):
     return tuple(out)
 
 
-@op("cat", "shape", node="CatBackward0", vjp=_cat_vjp, variants=(FUNCTION, OUT),
-    aliases=("concat", "concatenate"))
+@op(
+    "cat",
+    "shape",
+    node="CatBackward0",
+    vjp=_cat_vjp,
+    variants=(FUNCTION, OUT),
+    aliases=("concat", "concatenate"),
+)
 def cat(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
@@ -360,15 +417,22 @@ def cat(tensors, dim=0):
         dt = _dt.promote_types(dt, t._dtype)
     for i, t in enumerate(nonempty):
         if t._data.ndim != ref._data.ndim:
-            raise RuntimeError("Tensors must have same number of dimensions: got %d and %d"
-                               % (ref._data.ndim, t._data.ndim))
+            raise RuntimeError(
+                "Tensors must have same number of dimensions: got %d and %d"
+                % (ref._data.ndim, t._data.ndim)
+            )
         for k in range(ref._data.ndim):
             if k != d and t._data.shape[k] != ref._data.shape[k]:
-                raise RuntimeError("Sizes of tensors must match except in dimension %d. Expected "
-                                   "size %d but got size %d for tensor number %d in the list."
-                                   % (d, ref._data.shape[k], t._data.shape[k], i))
-    arr = np.concatenate([t._data.astype(dt.np, copy=False) for t in nonempty], axis=d) \
-        if nonempty else np.empty((0,), dt.np)
+                raise RuntimeError(
+                    "Sizes of tensors must match except in dimension %d. Expected "
+                    "size %d but got size %d for tensor number %d in the list."
+                    % (d, ref._data.shape[k], t._data.shape[k], i)
+                )
+    arr = (
+        np.concatenate([t._data.astype(dt.np, copy=False) for t in nonempty], axis=d)
+        if nonempty
+        else np.empty((0,), dt.np)
+    )
     sizes = [t._data.shape[d] if id(t) in keep else 0 for t in tensors]
     return cat.op.record(arr, tensors, attrs=(d, sizes))
 
@@ -387,9 +451,10 @@ def stack(tensors, dim=0):
     d = _wrap_dim(dim, tensors[0]._data.ndim + 1)
     for i, t in enumerate(tensors[1:], 1):
         if t._data.shape != tensors[0]._data.shape:
-            raise RuntimeError("stack expects each tensor to be equal size, but got %s at entry 0 "
-                               "and %s at entry %d" % (list(tensors[0]._data.shape),
-                                                        list(t._data.shape), i))
+            raise RuntimeError(
+                "stack expects each tensor to be equal size, but got %s at entry 0 "
+                "and %s at entry %d" % (list(tensors[0]._data.shape), list(t._data.shape), i)
+            )
     dt = tensors[0]._dtype
     for t in tensors[1:]:
         dt = _dt.promote_types(dt, t._dtype)
@@ -407,8 +472,7 @@ def flip(input, dims):
     dims = dims if isinstance(dims, (list, tuple)) else (dims,)
     nd = input._data.ndim
     dims = tuple(_wrap_dim(d, nd) for d in dims)
-    return flip.op.record(np.ascontiguousarray(np.flip(input._data, dims)), (input,),
-                          attrs=(dims,))
+    return flip.op.record(np.ascontiguousarray(np.flip(input._data, dims)), (input,), attrs=(dims,))
 
 
 def _roll_vjp(node, grads):
@@ -420,14 +484,17 @@ def _roll_vjp(node, grads):
 @op("roll", "shape", node="RollBackward0", vjp=_roll_vjp, variants=FM, jvp=LINEAR)
 def roll(input, shifts, dims=None):
     if dims is None:
-        return roll.op.record(np.roll(input._data, shifts), (input,),
-                              attrs=((shifts if not isinstance(shifts, (list, tuple))
-                                      else shifts[0],), None))
+        return roll.op.record(
+            np.roll(input._data, shifts),
+            (input,),
+            attrs=((shifts if not isinstance(shifts, (list, tuple)) else shifts[0],), None),
+        )
     shifts = tuple(shifts) if isinstance(shifts, (list, tuple)) else (shifts,)
     dims = tuple(dims) if isinstance(dims, (list, tuple)) else (dims,)
     if len(shifts) != len(dims):
-        raise RuntimeError("shifts and dimensions must align. shifts: %d, dims:%d"
-                           % (len(shifts), len(dims)))
+        raise RuntimeError(
+            "shifts and dimensions must align. shifts: %d, dims:%d" % (len(shifts), len(dims))
+        )
     dims = tuple(_wrap_dim(d, input._data.ndim) for d in dims)
     return roll.op.record(np.roll(input._data, shifts, dims), (input,), attrs=(shifts, dims))
 
@@ -441,10 +508,12 @@ def narrow(input, dim, start, length):
     if start < 0:
         start += n
     if not (0 <= start <= n) or length < 0 or start + length > n:
-        raise RuntimeError("start (%d) + length (%d) exceeds dimension size (%d)."
-                           % (start, length, n))
+        raise RuntimeError(
+            "start (%d) + length (%d) exceeds dimension size (%d)." % (start, length, n)
+        )
     idx = (slice(None),) * d + (slice(start, start + length),)
     from .indexing import basic_index  # cycle: indexing builds on shape's views
+
     return basic_index(input, idx, "SliceBackward0")
 
 
@@ -454,14 +523,28 @@ def _tri_vjp(node, grads):
     return (grads[0].triu(k) if upper else grads[0].tril(k),)
 
 
-@op("tril", "shape", node="TrilBackward0", vjp=_tri_vjp, variants=(FUNCTION, METHOD, INPLACE), jvp=LINEAR)
+@op(
+    "tril",
+    "shape",
+    node="TrilBackward0",
+    vjp=_tri_vjp,
+    variants=(FUNCTION, METHOD, INPLACE),
+    jvp=LINEAR,
+)
 def tril(input, diagonal=0):
     if input._data.ndim < 2:
         raise RuntimeError("tril: input tensor must have at least 2 dimensions")
     return tril.op.record(np.tril(input._data, diagonal), (input,), attrs=(False, diagonal))
 
 
-@op("triu", "shape", node="TriuBackward0", vjp=_tri_vjp, variants=(FUNCTION, METHOD, INPLACE), jvp=LINEAR)
+@op(
+    "triu",
+    "shape",
+    node="TriuBackward0",
+    vjp=_tri_vjp,
+    variants=(FUNCTION, METHOD, INPLACE),
+    jvp=LINEAR,
+)
 def triu(input, diagonal=0):
     if input._data.ndim < 2:
         raise RuntimeError("triu: input tensor must have at least 2 dimensions")
@@ -519,6 +602,8 @@ def _repeat_vjp(node, grads):
 def repeat(input, *sizes):
     reps = _size_args(sizes)
     if len(reps) < input._data.ndim:
-        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
-                           "dimensions of tensor")
+        raise RuntimeError(
+            "Number of dimensions of repeat dims can not be smaller than number of "
+            "dimensions of tensor"
+        )
     return repeat.op.record(np.tile(input._data, reps), (input,), attrs=(input._data.shape, reps))

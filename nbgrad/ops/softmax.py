@@ -1,7 +1,7 @@
 """softmax / log_softmax: fused Numba row kernels forward and backward (numerically stable)."""
+
 import numpy as np
 
-from .. import dtypes as _dt
 from .._tensor import Tensor, _wrap_dim
 from ..autograd.batching import BATCH, batched
 from ..grad_mode import STATE
@@ -47,8 +47,10 @@ def _softmax(input, dim, dtype, log, opdef):
     if dtype is not None:
         x = x.to(dtype)
     if not x._dtype.is_inexact:
-        raise RuntimeError('"%s_lastdim_kernel_impl" not implemented for \'%s\''
-                           % ("log_softmax" if log else "softmax", x._dtype._legacy))
+        raise RuntimeError(
+            "\"%s_lastdim_kernel_impl\" not implemented for '%s'"
+            % ("log_softmax" if log else "softmax", x._dtype._legacy)
+        )
     if x._data.ndim == 0:
         a = x._data.reshape(1, 1, 1)
         d = 0
@@ -61,26 +63,46 @@ def _softmax(input, dim, dtype, log, opdef):
     if x3.size:
         K.softmax_fwd_cpu(x3, o3, log)
     out = _from3d(o3, x._data.shape, d) if x._data.ndim else o3.reshape(())
-    return opdef.record(np.ascontiguousarray(out).astype(x._data.dtype, copy=False), (x,),
-                        attrs=(d, log))
+    return opdef.record(
+        np.ascontiguousarray(out).astype(x._data.dtype, copy=False), (x,), attrs=(d, log)
+    )
 
 
 def _default_dim(input, dim, name):
     if dim is None:
         import warnings
-        warnings.warn("Implicit dimension choice for %s has been deprecated. Change the call to "
-                      "include dim=X as an argument." % name, UserWarning, stacklevel=3)
+
+        warnings.warn(
+            "Implicit dimension choice for %s has been deprecated. Change the call to "
+            "include dim=X as an argument." % name,
+            UserWarning,
+            stacklevel=3,
+        )
         return 0 if input.ndim in (0, 1, 3) else 1
     return dim
 
 
-@op("softmax", "softmax", node="SoftmaxBackward0", vjp=_softmax_vjp, saves=("out",),
-    variants=(FUNCTION, METHOD), kernels={"cpu": K})
+@op(
+    "softmax",
+    "softmax",
+    node="SoftmaxBackward0",
+    vjp=_softmax_vjp,
+    saves=("out",),
+    variants=(FUNCTION, METHOD),
+    kernels={"cpu": K},
+)
 def softmax(input, dim=None, dtype=None, *, _stacklevel=3):
     return _softmax(input, _default_dim(input, dim, "softmax"), dtype, False, softmax.op)
 
 
-@op("log_softmax", "softmax", node="LogSoftmaxBackward0", vjp=_softmax_vjp, saves=("out",),
-    variants=(FUNCTION, METHOD), kernels={"cpu": K})
+@op(
+    "log_softmax",
+    "softmax",
+    node="LogSoftmaxBackward0",
+    vjp=_softmax_vjp,
+    saves=("out",),
+    variants=(FUNCTION, METHOD),
+    kernels={"cpu": K},
+)
 def log_softmax(input, dim=None, dtype=None, *, _stacklevel=3):
     return _softmax(input, _default_dim(input, dim, "log_softmax"), dtype, True, log_softmax.op)

@@ -13,17 +13,18 @@ vocabulary function (kernels/vocab.py) whose registry op's partial gives its der
 log log2 log1p expm1 sqrt rsqrt sin cos tan tanh sigmoid erf abs round floor ceil trunc sign
 (Python's ``abs`` and ``round`` are the vocabulary's ``fabs`` and ``rint``).
 """
+
 import ast
 import copy
 import inspect
 import textwrap
 
 from .._tensor import Tensor
+from ..creation import tensor
 from ..kernels.vocab import VOCAB
 from .dispatch import pointwise
 from .formula import OP_OF, vjp_of
 from .registry import REGISTRY, OpDef, register
-from ..creation import tensor
 
 # Python builtins a formula may use for vocabulary functions: abs -> fabs, round -> rint
 _RENAME = {op: f for f, op in OP_OF.items()}
@@ -39,8 +40,14 @@ def _derivative_rule(f):
     rule = _DERIVATIVES.get(f)
     if rule is None and f in VOCAB:
         op = REGISTRY.get(OP_OF.get(f, f))
-        if (op is not None and op.kind == "pointwise" and op.args == ("x",) and not op.attrs
-                and len(op.partials) == 1 and op.partials[0] is not None):
+        if (
+            op is not None
+            and op.kind == "pointwise"
+            and op.args == ("x",)
+            and not op.attrs
+            and len(op.partials) == 1
+            and op.partials[0] is not None
+        ):
             rule = _DERIVATIVES[f] = ast.parse(op.partials[0], mode="eval").body
     return rule
 
@@ -128,8 +135,10 @@ def derive(node, var):
         if isinstance(node.op, ast.Pow):
             if _is_zero(db):  # u ** c
                 return _mul(da, "(%s) * (%s) ** ((%s) - 1)" % (b, a, b))
-            return _add(_mul(da, "(%s) * (%s) ** ((%s) - 1)" % (b, a, b)),
-                        _mul(db, "(%s) ** (%s) * log(%s)" % (a, b, a)))
+            return _add(
+                _mul(da, "(%s) * (%s) ** ((%s) - 1)" % (b, a, b)),
+                _mul(db, "(%s) ** (%s) * log(%s)" % (a, b, a)),
+            )
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         f = node.func.id
         args = node.args
@@ -149,8 +158,10 @@ def derive(node, var):
             cmp = ">" if f == "maximum" else "<"
             da, db = derive(args[0], var), derive(args[1], var)
             return "where((%s) %s (%s), %s, %s)" % (_src(args[0]), cmp, _src(args[1]), da, db)
-    raise ValueError("nbgrad.elementwise: cannot differentiate %r (see the docstring of "
-                     "nbgrad.ops.symbolic for the accepted vocabulary)" % _src(node))
+    raise ValueError(
+        "nbgrad.elementwise: cannot differentiate %r (see the docstring of "
+        "nbgrad.ops.symbolic for the accepted vocabulary)" % _src(node)
+    )
 
 
 def _formula(fn):
@@ -158,11 +169,11 @@ def _formula(fn):
     fdef = next(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.Lambda)))
     if isinstance(fdef, ast.Lambda):
         return [a.arg for a in fdef.args.args], fdef.body
-    body = [s for s in fdef.body if not (isinstance(s, ast.Expr) and
-                                         isinstance(s.value, ast.Constant))]
+    body = [
+        s for s in fdef.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+    ]
     if len(body) != 1 or not isinstance(body[0], ast.Return):
-        raise ValueError("nbgrad.elementwise: the function body must be a single return "
-                         "expression")
+        raise ValueError("nbgrad.elementwise: the function body must be a single return expression")
     return [a.arg for a in fdef.args.args], body[0].value
 
 
@@ -182,21 +193,32 @@ def elementwise(fn=None, *, name=None):
     partials = tuple(derive(expr, a) for a in argnames)
     opname = name or "elementwise." + fn.__name__
     camel = "".join(p.capitalize() for p in fn.__name__.split("_"))
-    op = OpDef(opname, "pointwise", formula=_src(expr), partials=partials, args=tuple(argnames),
-               node=camel + "Backward", rule="float", method=False, inplace=False)
+    op = OpDef(
+        opname,
+        "pointwise",
+        formula=_src(expr),
+        partials=partials,
+        args=tuple(argnames),
+        node=camel + "Backward",
+        rule="float",
+        method=False,
+        inplace=False,
+    )
     op.vjp = vjp_of(op)
     register(op)
 
     def apply(*args):
         if len(args) != len(argnames):
-            raise TypeError("%s() takes %d arguments (%d given)" % (fn.__name__, len(argnames),
-                                                                    len(args)))
+            raise TypeError(
+                "%s() takes %d arguments (%d given)" % (fn.__name__, len(argnames), len(args))
+            )
         if not any(isinstance(a, Tensor) for a in args):
             raise TypeError("%s(): expected at least one Tensor argument" % fn.__name__)
         first = next(i for i, a in enumerate(args) if isinstance(a, Tensor))
         if first != 0:  # promotion/dispatch expects a tensor first: wrap scalars
-            args = tuple(a if isinstance(a, Tensor) else tensor(a, dtype=args[first].dtype)
-                         for a in args)
+            args = tuple(
+                a if isinstance(a, Tensor) else tensor(a, dtype=args[first].dtype) for a in args
+            )
         return pointwise(op, args)
 
     apply.__name__ = fn.__name__

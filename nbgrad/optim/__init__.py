@@ -5,13 +5,25 @@ The API is ``torch.optim``'s: ``param_groups``, ``state``, ``zero_grad(set_to_no
 hooks.  Updates are written in place into the parameters' storage (fused Numba kernels, see
 _functional.py) and bump their version counters as PyTorch's in-place ops would.
 """
+
 from . import lr_scheduler  # noqa: F401
 from .adam import Adam
 from .adamw import AdamW
-from .optimizer import (Optimizer, register_optimizer_step_post_hook,
-                        register_optimizer_step_pre_hook)
+from .optimizer import (
+    Optimizer,
+    register_optimizer_step_post_hook,
+    register_optimizer_step_pre_hook,
+)
 from .rmsprop import RMSprop
 from .sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler",
-           "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
+__all__ = [
+    "Optimizer",
+    "SGD",
+    "Adam",
+    "AdamW",
+    "RMSprop",
+    "lr_scheduler",
+    "register_optimizer_step_pre_hook",
+    "register_optimizer_step_post_hook",
+]

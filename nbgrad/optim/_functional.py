@@ -16,6 +16,7 @@ scalar.  An optimizer passes one ``cache`` dict per group and step: the cast sca
 once per (dtype, step) rather than once per parameter (the per-parameter Python cost is what
 dominates models with many small tensors).  docs/optim-performance.md has the measurements.
 """
+
 import numpy as np
 
 from .._tensor import Tensor
@@ -32,8 +33,9 @@ def _as_real(a):
     if a.dtype.kind != "c":
         return a
     r = a.real
-    return np.lib.stride_tricks.as_strided(r, a.shape + (2,), a.strides + (r.itemsize,),
-                                           writeable=a.flags.writeable)
+    return np.lib.stride_tricks.as_strided(
+        r, a.shape + (2,), a.strides + (r.itemsize,), writeable=a.flags.writeable
+    )
 
 
 def _grad_array(grad, dtype):
@@ -71,7 +73,7 @@ def _bump(t, n=1):
 def _increment(step_t):
     """``step_t += 1`` on a 0-d step tensor; returns the new value as a Python float."""
     a = step_t._data
-    a[()] = a.item() + 1    # (the float32 rounding of ``+ 1`` happens on the store)
+    a[()] = a.item() + 1  # (the float32 rounding of ``+ 1`` happens on the store)
     step_t._vc[0] += 1
     return a.item()
 
@@ -104,12 +106,14 @@ def _lerp_(a, b, w, one_minus_w, small):
 # ------------------------------------------------------------------------------------------
 # SGD
 
+
 def _sgd_consts(s, lr, momentum, dampening, weight_decay):
     return (s(weight_decay), weight_decay != 0, s(momentum), s(1 - dampening), s(-lr))
 
 
-def sgd_update(param, grad, state, *, lr, momentum, dampening, weight_decay, nesterov,
-               maximize, cache=None):
+def sgd_update(
+    param, grad, state, *, lr, momentum, dampening, weight_decay, nesterov, maximize, cache=None
+):
     """One SGD step for one parameter; ``state`` receives ``momentum_buffer``."""
     p = _as_real(param._data)
     c = _cached(cache, p.dtype, None, _sgd_consts, lr, momentum, dampening, weight_decay)
@@ -127,8 +131,16 @@ def sgd_update(param, grad, state, *, lr, momentum, dampening, weight_decay, nes
     else:
         buf = p
     if _kernel_ok((p, buf)):
-        _k.sgd_step(_flat(p), _contig(g), _flat(buf), bool(maximize), first, use_momentum,
-                    bool(nesterov), *c)
+        _k.sgd_step(
+            _flat(p),
+            _contig(g),
+            _flat(buf),
+            bool(maximize),
+            first,
+            use_momentum,
+            bool(nesterov),
+            *c,
+        )
     else:
         wd, use_wd, mom, one_minus_damp, neg_lr = c
         if maximize:
@@ -151,27 +163,64 @@ def sgd_update(param, grad, state, *, lr, momentum, dampening, weight_decay, nes
 # ------------------------------------------------------------------------------------------
 # Adam / AdamW
 
+
 def _adam_consts(s, step, lr, beta1, beta2, eps, weight_decay, decoupled_weight_decay):
-    bias_correction1 = 1 - beta1 ** step
-    bias_correction2 = 1 - beta2 ** step
+    bias_correction1 = 1 - beta1**step
+    bias_correction2 = 1 - beta2**step
     step_size = lr / bias_correction1
-    bias_correction2_sqrt = bias_correction2 ** 0.5
+    bias_correction2_sqrt = bias_correction2**0.5
     decoupled = weight_decay != 0 and decoupled_weight_decay
     coupled = weight_decay != 0 and not decoupled_weight_decay
     w1, one_minus_w1, w1_small = _lerp_weight(1 - beta1, s)
-    return (s(weight_decay), coupled, s(1 - lr * weight_decay), decoupled, w1, one_minus_w1,
-            w1_small, s(beta2), s(1 - beta2), s(bias_correction2_sqrt), s(eps), s(-step_size))
+    return (
+        s(weight_decay),
+        coupled,
+        s(1 - lr * weight_decay),
+        decoupled,
+        w1,
+        one_minus_w1,
+        w1_small,
+        s(beta2),
+        s(1 - beta2),
+        s(bias_correction2_sqrt),
+        s(eps),
+        s(-step_size),
+    )
 
 
-def adam_update(param, grad, state, *, lr, beta1, beta2, eps, weight_decay, amsgrad, maximize,
-                decoupled_weight_decay, cache=None):
+def adam_update(
+    param,
+    grad,
+    state,
+    *,
+    lr,
+    beta1,
+    beta2,
+    eps,
+    weight_decay,
+    amsgrad,
+    maximize,
+    decoupled_weight_decay,
+    cache=None,
+):
     """One Adam step for one parameter; ``state`` holds step, exp_avg, exp_avg_sq
     [, max_exp_avg_sq] (created by the optimizer)."""
     step = _increment(state["step"])
 
     p = _as_real(param._data)
-    c = _cached(cache, p.dtype, step, _adam_consts, step, lr, beta1, beta2, eps, weight_decay,
-                decoupled_weight_decay)
+    c = _cached(
+        cache,
+        p.dtype,
+        step,
+        _adam_consts,
+        step,
+        lr,
+        beta1,
+        beta2,
+        eps,
+        weight_decay,
+        decoupled_weight_decay,
+    )
     g = _grad_array(grad, p.dtype)
     m_t, v_t = state["exp_avg"], state["exp_avg_sq"]
     m, v = _as_real(m_t._data), _as_real(v_t._data)
@@ -179,11 +228,24 @@ def adam_update(param, grad, state, *, lr, beta1, beta2, eps, weight_decay, amsg
     vmax = _as_real(vmax_t._data) if amsgrad else v
 
     if _kernel_ok((p, m, v, vmax)):
-        _k.adam_step(_flat(p), _contig(g), _flat(m), _flat(v), _flat(vmax), bool(maximize),
-                     bool(amsgrad), *c)
+        _k.adam_step(
+            _flat(p), _contig(g), _flat(m), _flat(v), _flat(vmax), bool(maximize), bool(amsgrad), *c
+        )
     else:
-        (wd, coupled, decay_mul, decoupled, w1, one_minus_w1, w1_small, b2, one_minus_b2,
-         bc2_sqrt, eps_, neg_step_size) = c
+        (
+            wd,
+            coupled,
+            decay_mul,
+            decoupled,
+            w1,
+            one_minus_w1,
+            w1_small,
+            b2,
+            one_minus_b2,
+            bc2_sqrt,
+            eps_,
+            neg_step_size,
+        ) = c
         if decoupled:
             np.multiply(p, decay_mul, out=p)
         if maximize:
@@ -199,24 +261,35 @@ def adam_update(param, grad, state, *, lr, beta1, beta2, eps, weight_decay, amsg
         denom /= bc2_sqrt
         denom += eps_
         np.add(p, neg_step_size * m / denom, out=p)
-    _bump(param, 2 if c[3] else 1)   # param.mul_ (decoupled decay) + param.addcdiv_
-    _bump(m_t)                       # exp_avg.lerp_
-    _bump(v_t, 2)                    # exp_avg_sq.mul_().addcmul_()
+    _bump(param, 2 if c[3] else 1)  # param.mul_ (decoupled decay) + param.addcdiv_
+    _bump(m_t)  # exp_avg.lerp_
+    _bump(v_t, 2)  # exp_avg_sq.mul_().addcmul_()
     if amsgrad:
-        _bump(vmax_t)                # torch.maximum(..., out=max_exp_avg_sq)
+        _bump(vmax_t)  # torch.maximum(..., out=max_exp_avg_sq)
 
 
 # ------------------------------------------------------------------------------------------
 # RMSprop
 
+
 def _rmsprop_consts(s, lr, alpha, eps, weight_decay, momentum):
     w, one_minus_w, w_small = _lerp_weight(1 - alpha, s)
-    return (s(weight_decay), weight_decay != 0, s(alpha), w, w_small, one_minus_w, s(momentum),
-            s(eps), s(-lr))
+    return (
+        s(weight_decay),
+        weight_decay != 0,
+        s(alpha),
+        w,
+        w_small,
+        one_minus_w,
+        s(momentum),
+        s(eps),
+        s(-lr),
+    )
 
 
-def rmsprop_update(param, grad, state, *, lr, alpha, eps, weight_decay, momentum, centered,
-                   maximize, cache=None):
+def rmsprop_update(
+    param, grad, state, *, lr, alpha, eps, weight_decay, momentum, centered, maximize, cache=None
+):
     """One RMSprop step for one parameter; ``state`` holds step, square_avg
     [, momentum_buffer] [, grad_avg] (created by the optimizer)."""
     _increment(state["step"])
@@ -233,8 +306,17 @@ def rmsprop_update(param, grad, state, *, lr, alpha, eps, weight_decay, momentum
     gavg = _as_real(gavg_t._data) if centered else p
 
     if _kernel_ok((p, sq, buf, gavg)):
-        _k.rmsprop_step(_flat(p), _contig(g), _flat(sq), _flat(gavg), _flat(buf),
-                        bool(maximize), bool(centered), use_momentum, *c)
+        _k.rmsprop_step(
+            _flat(p),
+            _contig(g),
+            _flat(sq),
+            _flat(gavg),
+            _flat(buf),
+            bool(maximize),
+            bool(centered),
+            use_momentum,
+            *c,
+        )
     else:
         wd, use_wd, a, w, w_small, one_minus_w, mom, eps_, neg_lr = c
         if maximize:
@@ -256,9 +338,9 @@ def rmsprop_update(param, grad, state, *, lr, alpha, eps, weight_decay, momentum
             np.add(p, neg_lr * buf, out=p)
         else:
             np.add(p, neg_lr * g / avg, out=p)
-    _bump(param)                     # param.add_ / param.addcdiv_
-    _bump(sq_t, 2)                   # square_avg.mul_().addcmul_()
+    _bump(param)  # param.add_ / param.addcdiv_
+    _bump(sq_t, 2)  # square_avg.mul_().addcmul_()
     if centered:
-        _bump(gavg_t)                # grad_avg.lerp_
+        _bump(gavg_t)  # grad_avg.lerp_
     if use_momentum:
-        _bump(buf_t, 2)              # buf.mul_().addcdiv_()
+        _bump(buf_t, 2)  # buf.mul_().addcdiv_()

@@ -1,10 +1,11 @@
 """``Adam`` (with AMSGrad, maximize and optional decoupled weight decay)."""
+
 import numpy as np
 
 from .._tensor import Tensor
+from ..dtypes import float64, get_default_dtype
 from . import _functional as F
 from .optimizer import Optimizer, _check_differentiable, _closure_loss, _scalar, _use_no_grad
-from ..dtypes import float64, get_default_dtype
 
 __all__ = ["Adam"]
 
@@ -28,15 +29,16 @@ def _steps_to_tensors(optimizer):
     for group in optimizer.param_groups:
         for p in group["params"]:
             p_state = optimizer.state.get(p, [])
-            if len(p_state) != 0 and "step" in p_state and not isinstance(p_state["step"],
-                                                                            Tensor):
+            if len(p_state) != 0 and "step" in p_state and not isinstance(p_state["step"], Tensor):
                 p_state["step"] = _step_tensor(float(p_state["step"]))
 
 
 def _check_capturable(group):
     if group.get("capturable"):
-        raise AssertionError("If capturable=True, params and state_steps must be on supported "
-                             "devices: ['cuda', 'xpu', 'hpu', 'xla'].")
+        raise AssertionError(
+            "If capturable=True, params and state_steps must be on supported "
+            "devices: ['cuda', 'xpu', 'hpu', 'xla']."
+        )
 
 
 class Adam(Optimizer):
@@ -53,9 +55,22 @@ class Adam(Optimizer):
     it does for CPU tensors in PyTorch.
     """
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
-                 amsgrad=False, *, foreach=None, maximize=False, capturable=False,
-                 differentiable=False, fused=None, decoupled_weight_decay=False):
+    def __init__(
+        self,
+        params,
+        lr=1e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0,
+        amsgrad=False,
+        *,
+        foreach=None,
+        maximize=False,
+        capturable=False,
+        differentiable=False,
+        fused=None,
+        decoupled_weight_decay=False,
+    ):
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
         if not 0.0 <= lr:
@@ -68,14 +83,25 @@ class Adam(Optimizer):
             raise ValueError("Invalid beta parameter at index 1: {}".format(betas[1]))
         if not 0.0 <= weight_decay:
             raise ValueError("Invalid weight_decay value: {}".format(weight_decay))
-        if not ((isinstance(betas[0], float) and isinstance(betas[1], float))
-                or (isinstance(betas[0], Tensor) and isinstance(betas[1], Tensor))):
+        if not (
+            (isinstance(betas[0], float) and isinstance(betas[1], float))
+            or (isinstance(betas[0], Tensor) and isinstance(betas[1], Tensor))
+        ):
             raise ValueError("betas must be either both floats or both Tensors")
         _check_differentiable(differentiable)
-        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-                        amsgrad=amsgrad, maximize=maximize, foreach=foreach,
-                        capturable=capturable, differentiable=differentiable, fused=fused,
-                        decoupled_weight_decay=decoupled_weight_decay)
+        defaults = dict(
+            lr=lr,
+            betas=tuple(betas),
+            eps=eps,
+            weight_decay=weight_decay,
+            amsgrad=amsgrad,
+            maximize=maximize,
+            foreach=foreach,
+            capturable=capturable,
+            differentiable=differentiable,
+            fused=fused,
+            decoupled_weight_decay=decoupled_weight_decay,
+        )
         super().__init__(params, defaults)
 
     def __setstate__(self, state):
@@ -113,10 +139,18 @@ class Adam(Optimizer):
                     continue
                 state = self.state[p]
                 self._init_state(p, state, amsgrad)
-                F.adam_update(p, p.grad, state, lr=lr, beta1=beta1, beta2=beta2,
-                              eps=group["eps"],
-                              weight_decay=_scalar(group["weight_decay"]), amsgrad=amsgrad,
-                              maximize=group["maximize"],
-                              decoupled_weight_decay=group["decoupled_weight_decay"],
-                              cache=cache)
+                F.adam_update(
+                    p,
+                    p.grad,
+                    state,
+                    lr=lr,
+                    beta1=beta1,
+                    beta2=beta2,
+                    eps=group["eps"],
+                    weight_decay=_scalar(group["weight_decay"]),
+                    amsgrad=amsgrad,
+                    maximize=group["maximize"],
+                    decoupled_weight_decay=group["decoupled_weight_decay"],
+                    cache=cache,
+                )
         return loss

@@ -1,4 +1,5 @@
 """``AdamW``: Adam with decoupled weight decay (``p <- p (1 - lr weight_decay)`` each step)."""
+
 from .adam import Adam
 
 __all__ = ["AdamW"]
@@ -8,13 +9,35 @@ class AdamW(Adam):
     r"""AdamW, as ``torch.optim.AdamW``: :class:`Adam` with ``decoupled_weight_decay=True`` and
     a default ``weight_decay`` of 1e-2."""
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
-                 amsgrad=False, *, maximize=False, foreach=None, capturable=False,
-                 differentiable=False, fused=None):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
-                         maximize=maximize, capturable=capturable,
-                         differentiable=differentiable, fused=fused,
-                         decoupled_weight_decay=True)
+    def __init__(
+        self,
+        params,
+        lr=1e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=1e-2,
+        amsgrad=False,
+        *,
+        maximize=False,
+        foreach=None,
+        capturable=False,
+        differentiable=False,
+        fused=None,
+    ):
+        super().__init__(
+            params,
+            lr,
+            betas,
+            eps,
+            weight_decay,
+            amsgrad,
+            foreach=foreach,
+            maximize=maximize,
+            capturable=capturable,
+            differentiable=differentiable,
+            fused=fused,
+            decoupled_weight_decay=True,
+        )
 
     def __setstate__(self, state):
         super().__setstate__(state)

@@ -5,6 +5,7 @@ and applies ``get_lr()``, which (as in PyTorch) is *chainable*: it is written in
 current ``group["lr"]``, so several schedulers can act on one optimizer.  ``step(epoch)`` uses
 the closed form (``_get_closed_form_lr``) where one exists, with PyTorch's deprecation warning.
 """
+
 import math
 import types
 import warnings
@@ -16,8 +17,17 @@ from weakref import ref
 from .._tensor import Tensor
 from .optimizer import Optimizer
 
-__all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
-           "LinearLR", "ExponentialLR", "CosineAnnealingLR"]
+__all__ = [
+    "LRScheduler",
+    "LambdaLR",
+    "MultiplicativeLR",
+    "StepLR",
+    "MultiStepLR",
+    "ConstantLR",
+    "LinearLR",
+    "ExponentialLR",
+    "CosineAnnealingLR",
+]
 
 EPOCH_DEPRECATION_WARNING = (
     "The epoch parameter in `scheduler.step()` was not necessary and is being "
@@ -25,12 +35,15 @@ EPOCH_DEPRECATION_WARNING = (
     "scheduler. During the deprecation, if epoch is different from None, the "
     "closed form is used instead of the new chainable form, where available. "
     "Please open an issue if you are unable to replicate your use case: "
-    "https://github.com/pytorch/pytorch/issues/new/choose.")
+    "https://github.com/pytorch/pytorch/issues/new/choose."
+)
 
 
 def _param_groups_val_list(optimizer, key):
-    return [group[key].clone() if isinstance(group[key], Tensor) else group[key]
-            for group in optimizer.param_groups]
+    return [
+        group[key].clone() if isinstance(group[key], Tensor) else group[key]
+        for group in optimizer.param_groups
+    ]
 
 
 def _update_param_group_val(param_group, key, val):
@@ -42,8 +55,11 @@ def _update_param_group_val(param_group, key, val):
 
 def _warn_get_lr_called_within_step(scheduler):
     if not scheduler._get_lr_called_within_step:
-        warnings.warn("To get the last learning rate computed by the scheduler, please use "
-                      "`get_last_lr()`.", UserWarning, stacklevel=3)
+        warnings.warn(
+            "To get the last learning rate computed by the scheduler, please use `get_last_lr()`.",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 class _enable_get_lr_call:
@@ -97,7 +113,8 @@ class LRScheduler:
                         "scheduler with last_epoch >= 0.\nThis typically happens when:\n1. "
                         "You're trying to resume training from a checkpoint but haven't properly "
                         "loaded the optimizer state\n2. You're using last_epoch >= 0 for a fresh "
-                        "training run (not recommended)" % i)
+                        "training run (not recommended)" % i
+                    )
         self.base_lrs = _param_groups_val_list(optimizer, "initial_lr")
         self.last_epoch = last_epoch
 
@@ -152,7 +169,9 @@ class LRScheduler:
                     "scheduler initialization. Please, make sure to call `optimizer.step()` "
                     "before `lr_scheduler.step()`. See more details at "
                     "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
-                    UserWarning, stacklevel=2)
+                    UserWarning,
+                    stacklevel=2,
+                )
             elif not getattr(self.optimizer, "_opt_called", False):
                 warnings.warn(
                     "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In "
@@ -161,7 +180,9 @@ class LRScheduler:
                     "result in PyTorch skipping the first value of the learning rate schedule. "
                     "See more details at "
                     "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
-                    UserWarning, stacklevel=2)
+                    UserWarning,
+                    stacklevel=2,
+                )
         self._step_count += 1
         if epoch is not None:
             warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
@@ -190,8 +211,9 @@ def _lambdas(optimizer, lr_lambda):
     if not isinstance(lr_lambda, (list, tuple)):
         return [lr_lambda] * len(optimizer.param_groups)
     if len(lr_lambda) != len(optimizer.param_groups):
-        raise ValueError("Expected %d lr_lambdas, but got %d"
-                         % (len(optimizer.param_groups), len(lr_lambda)))
+        raise ValueError(
+            "Expected %d lr_lambdas, but got %d" % (len(optimizer.param_groups), len(lr_lambda))
+        )
     return list(lr_lambda)
 
 
@@ -199,8 +221,11 @@ class _LambdaStateMixin:
     """Lambdas are not saved; callable objects' ``__dict__`` are (as PyTorch)."""
 
     def state_dict(self):
-        state_dict = {key: value for key, value in self.__dict__.items()
-                      if key not in ("optimizer", "lr_lambdas")}
+        state_dict = {
+            key: value
+            for key, value in self.__dict__.items()
+            if key not in ("optimizer", "lr_lambdas")
+        }
         state_dict["lr_lambdas"] = [None] * len(self.lr_lambdas)
         for idx, fn in enumerate(self.lr_lambdas):
             if not isinstance(fn, types.FunctionType):
@@ -226,8 +251,10 @@ class LambdaLR(_LambdaStateMixin, LRScheduler):
 
     def get_lr(self):
         _warn_get_lr_called_within_step(self)
-        return [base_lr * lmbda(self.last_epoch)
-                for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)]
+        return [
+            base_lr * lmbda(self.last_epoch)
+            for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)
+        ]
 
 
 class MultiplicativeLR(_LambdaStateMixin, LRScheduler):
@@ -238,15 +265,16 @@ class MultiplicativeLR(_LambdaStateMixin, LRScheduler):
         self.lr_lambdas = _lambdas(optimizer, lr_lambda)
         for fn in self.lr_lambdas:
             if not callable(fn):
-                raise TypeError("lr_lambda should be a function, but got %s"
-                                % type(fn).__name__)
+                raise TypeError("lr_lambda should be a function, but got %s" % type(fn).__name__)
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
         _warn_get_lr_called_within_step(self)
         if not self._is_initial:
-            return [group["lr"] * lmbda(self.last_epoch)
-                    for lmbda, group in zip(self.lr_lambdas, self.optimizer.param_groups)]
+            return [
+                group["lr"] * lmbda(self.last_epoch)
+                for lmbda, group in zip(self.lr_lambdas, self.optimizer.param_groups)
+            ]
         return _param_groups_val_list(self.optimizer, "lr")
 
 
@@ -265,8 +293,9 @@ class StepLR(LRScheduler):
         return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self):
-        return [base_lr * self.gamma ** (self.last_epoch // self.step_size)
-                for base_lr in self.base_lrs]
+        return [
+            base_lr * self.gamma ** (self.last_epoch // self.step_size) for base_lr in self.base_lrs
+        ]
 
 
 class MultiStepLR(LRScheduler):
@@ -281,13 +310,17 @@ class MultiStepLR(LRScheduler):
         _warn_get_lr_called_within_step(self)
         if self.last_epoch not in self.milestones:
             return _param_groups_val_list(self.optimizer, "lr")
-        return [group["lr"] * self.gamma ** self.milestones[self.last_epoch]
-                for group in self.optimizer.param_groups]
+        return [
+            group["lr"] * self.gamma ** self.milestones[self.last_epoch]
+            for group in self.optimizer.param_groups
+        ]
 
     def _get_closed_form_lr(self):
         milestones = sorted(self.milestones.elements())
-        return [base_lr * self.gamma ** bisect_right(milestones, self.last_epoch)
-                for base_lr in self.base_lrs]
+        return [
+            base_lr * self.gamma ** bisect_right(milestones, self.last_epoch)
+            for base_lr in self.base_lrs
+        ]
 
 
 class ConstantLR(LRScheduler):
@@ -309,18 +342,23 @@ class ConstantLR(LRScheduler):
         return [group["lr"] * (1.0 / self.factor) for group in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self):
-        return [base_lr * (self.factor + (self.last_epoch >= self.total_iters)
-                           * (1 - self.factor)) for base_lr in self.base_lrs]
+        return [
+            base_lr * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
+            for base_lr in self.base_lrs
+        ]
 
 
 class LinearLR(LRScheduler):
     """Scale the lr linearly from ``start_factor`` to ``end_factor`` over ``total_iters``."""
 
-    def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5,
-                 last_epoch=-1):
+    def __init__(
+        self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5, last_epoch=-1
+    ):
         if start_factor > 1.0 or start_factor <= 0:
-            raise ValueError("Starting multiplicative factor expected to be greater than 0 and "
-                             "less or equal to 1.")
+            raise ValueError(
+                "Starting multiplicative factor expected to be greater than 0 and "
+                "less or equal to 1."
+            )
         if end_factor > 1.0 or end_factor < 0:
             raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
         self.start_factor = start_factor
@@ -334,15 +372,30 @@ class LinearLR(LRScheduler):
             return [group["lr"] * self.start_factor for group in self.optimizer.param_groups]
         if self._is_initial or self.last_epoch > self.total_iters:
             return _param_groups_val_list(self.optimizer, "lr")
-        return [group["lr"] * (1.0 + (self.end_factor - self.start_factor)
-                               / (self.total_iters * self.start_factor + (self.last_epoch - 1)
-                                  * (self.end_factor - self.start_factor)))
-                for group in self.optimizer.param_groups]
+        return [
+            group["lr"]
+            * (
+                1.0
+                + (self.end_factor - self.start_factor)
+                / (
+                    self.total_iters * self.start_factor
+                    + (self.last_epoch - 1) * (self.end_factor - self.start_factor)
+                )
+            )
+            for group in self.optimizer.param_groups
+        ]
 
     def _get_closed_form_lr(self):
-        return [base_lr * (self.start_factor + (self.end_factor - self.start_factor)
-                           * min(self.total_iters, self.last_epoch) / self.total_iters)
-                for base_lr in self.base_lrs]
+        return [
+            base_lr
+            * (
+                self.start_factor
+                + (self.end_factor - self.start_factor)
+                * min(self.total_iters, self.last_epoch)
+                / self.total_iters
+            )
+            for base_lr in self.base_lrs
+        ]
 
 
 class ExponentialLR(LRScheduler):
@@ -359,7 +412,7 @@ class ExponentialLR(LRScheduler):
         return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self):
-        return [base_lr * self.gamma ** self.last_epoch for base_lr in self.base_lrs]
+        return [base_lr * self.gamma**self.last_epoch for base_lr in self.base_lrs]
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -382,19 +435,29 @@ class CosineAnnealingLR(LRScheduler):
         if self._is_initial:
             return _param_groups_val_list(self.optimizer, "lr")
         if self._step_count == 1 and self.last_epoch > 0:
-            return [self.eta_min + (base_lr - self.eta_min)
-                    * (1 + math.cos(self.last_epoch * math.pi / self.T_max)) / 2
-                    for base_lr in self.base_lrs]
+            return [
+                self.eta_min
+                + (base_lr - self.eta_min)
+                * (1 + math.cos(self.last_epoch * math.pi / self.T_max))
+                / 2
+                for base_lr in self.base_lrs
+            ]
         if (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:
-            return [group["lr"] + (base_lr - self.eta_min)
-                    * (1 - math.cos(math.pi / self.T_max)) / 2
-                    for base_lr, group in zip(self.base_lrs, self.optimizer.param_groups)]
-        return [(1 + math.cos(math.pi * self.last_epoch / self.T_max))
-                / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max))
-                * (group["lr"] - self.eta_min) + self.eta_min
-                for group in self.optimizer.param_groups]
+            return [
+                group["lr"] + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
+                for base_lr, group in zip(self.base_lrs, self.optimizer.param_groups)
+            ]
+        return [
+            (1 + math.cos(math.pi * self.last_epoch / self.T_max))
+            / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max))
+            * (group["lr"] - self.eta_min)
+            + self.eta_min
+            for group in self.optimizer.param_groups
+        ]
 
     def _get_closed_form_lr(self):
-        return [self.eta_min + (base_lr - self.eta_min)
-                * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
-                for base_lr in self.base_lrs]
+        return [
+            self.eta_min
+            + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+            for base_lr in self.base_lrs
+        ]

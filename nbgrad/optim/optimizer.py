@@ -5,6 +5,7 @@ default to ``defaults``), ``state`` is a ``defaultdict(dict)`` keyed by paramete
 ``state_dict()`` replaces parameters by their position (0, 1, ... across groups in order) so a
 state dict can be loaded into a new optimizer over other parameter objects.
 """
+
 import functools
 import warnings
 from collections import OrderedDict, defaultdict
@@ -15,8 +16,12 @@ from .._tensor import Tensor
 from ..grad_mode import enable_grad, no_grad
 from ..utils.hooks import add_hook
 
-__all__ = ["Optimizer", "register_optimizer_step_pre_hook",
-           "register_optimizer_step_post_hook", "required"]
+__all__ = [
+    "Optimizer",
+    "register_optimizer_step_pre_hook",
+    "register_optimizer_step_post_hook",
+    "required",
+]
 
 _global_optimizer_pre_hooks = OrderedDict()
 _global_optimizer_post_hooks = OrderedDict()
@@ -48,33 +53,41 @@ def register_optimizer_step_post_hook(hook):
 
 def _step_with_hooks(func):
     """Wrap a class's ``step`` so global and per-instance step hooks run around it."""
+
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         self = args[0]
-        for pre_hook in chain(_global_optimizer_pre_hooks.values(),
-                              self._optimizer_step_pre_hooks.values()):
+        for pre_hook in chain(
+            _global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values()
+        ):
             result = pre_hook(self, args, kwargs)
             if result is not None:
                 if isinstance(result, tuple) and len(result) == 2:
                     args, kwargs = result
                 else:
-                    raise RuntimeError("%s must return None or a tuple of (new_args, new_kwargs), "
-                                       "but got %s." % (func, result))
+                    raise RuntimeError(
+                        "%s must return None or a tuple of (new_args, new_kwargs), "
+                        "but got %s." % (func, result)
+                    )
         out = func(*args, **kwargs)
-        for post_hook in chain(self._optimizer_step_post_hooks.values(),
-                               _global_optimizer_post_hooks.values()):
+        for post_hook in chain(
+            self._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values()
+        ):
             post_hook(self, args, kwargs)
         return out
+
     wrapper.hooked = True
     return wrapper
 
 
 def _use_no_grad(func):
     """Run ``step`` under no_grad (the update is not part of any graph)."""
+
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         with no_grad():
             return func(*args, **kwargs)
+
     return wrapper
 
 
@@ -92,8 +105,10 @@ def _scalar(x):
 
 def _check_differentiable(differentiable):
     if differentiable:
-        raise NotImplementedError("nbgrad.optim: differentiable=True (autograd through the "
-                                  "optimizer step) is not supported")
+        raise NotImplementedError(
+            "nbgrad.optim: differentiable=True (autograd through the "
+            "optimizer step) is not supported"
+        )
 
 
 class Optimizer:
@@ -116,8 +131,10 @@ class Optimizer:
         self._patch_step_function()
 
         if isinstance(params, Tensor):
-            raise TypeError("params argument given to the optimizer should be an iterable of "
-                            "Tensors or dicts, but got " + _typename(params))
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of "
+                "Tensors or dicts, but got " + _typename(params)
+            )
 
         self.state = defaultdict(dict)
         self.param_groups = []
@@ -132,15 +149,18 @@ class Optimizer:
 
     # -- pickling-style state (also used by load_state_dict) --------------------------------
     def __getstate__(self):
-        return {"defaults": self.defaults, "state": self.state,
-                "param_groups": self.param_groups}
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        for name in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
-                     "_optimizer_state_dict_pre_hooks", "_optimizer_state_dict_post_hooks",
-                     "_optimizer_load_state_dict_pre_hooks",
-                     "_optimizer_load_state_dict_post_hooks"):
+        for name in (
+            "_optimizer_step_pre_hooks",
+            "_optimizer_step_post_hooks",
+            "_optimizer_state_dict_pre_hooks",
+            "_optimizer_state_dict_post_hooks",
+            "_optimizer_load_state_dict_pre_hooks",
+            "_optimizer_load_state_dict_post_hooks",
+        ):
             if name not in self.__dict__:
                 setattr(self, name, OrderedDict())
         self._patch_step_function()
@@ -198,15 +218,22 @@ class Optimizer:
         def pack_group(group):
             nonlocal start_index
             packed = {k: v for k, v in group.items() if k != "params"}
-            param_mappings.update({id(p): i for i, p in enumerate(group["params"], start_index)
-                                   if id(p) not in param_mappings})
+            param_mappings.update(
+                {
+                    id(p): i
+                    for i, p in enumerate(group["params"], start_index)
+                    if id(p) not in param_mappings
+                }
+            )
             packed["params"] = [param_mappings[id(p)] for p in group["params"]]
             start_index += len(packed["params"])
             return packed
 
         param_groups = [pack_group(g) for g in self.param_groups]
-        packed_state = {(param_mappings[id(k)] if isinstance(k, Tensor) else k): v
-                        for k, v in self.state.items()}
+        packed_state = {
+            (param_mappings[id(k)] if isinstance(k, Tensor) else k): v
+            for k, v in self.state.items()
+        }
         state_dict = {"state": packed_state, "param_groups": param_groups}
         for post_hook in self._optimizer_state_dict_post_hooks.values():
             result = post_hook(self, state_dict)
@@ -215,8 +242,7 @@ class Optimizer:
         return state_dict
 
     @staticmethod
-    def _process_value_according_to_param_policy(param, value, param_id, param_groups,
-                                                 key=None):
+    def _process_value_according_to_param_policy(param, value, param_id, param_groups, key=None):
         # Floating-point state follows the parameter's dtype; ``step`` is kept as saved.
         if key == "step":
             return value
@@ -238,30 +264,39 @@ class Optimizer:
         if len(groups) != len(saved_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
         if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
-            raise ValueError("loaded state dict contains a parameter group that doesn't match "
-                             "the size of optimizer's group")
+            raise ValueError(
+                "loaded state dict contains a parameter group that doesn't match "
+                "the size of optimizer's group"
+            )
 
-        id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
-                          chain.from_iterable(g["params"] for g in groups)))
+        id_map = dict(
+            zip(
+                chain.from_iterable(g["params"] for g in saved_groups),
+                chain.from_iterable(g["params"] for g in groups),
+            )
+        )
 
         def _cast(param, value, param_id=None, param_groups=None, key=None):
             if isinstance(value, Tensor):
                 return Optimizer._process_value_according_to_param_policy(
-                    param, value, param_id, param_groups, key)
+                    param, value, param_id, param_groups, key
+                )
             if isinstance(value, dict):
-                return {k: _cast(param, v, param_id=param_id, param_groups=param_groups, key=k)
-                        for k, v in value.items()}
+                return {
+                    k: _cast(param, v, param_id=param_id, param_groups=param_groups, key=k)
+                    for k, v in value.items()
+                }
             if isinstance(value, (list, tuple)):
-                return type(value)(_cast(param, v, param_id=param_id, param_groups=param_groups)
-                                   for v in value)
+                return type(value)(
+                    _cast(param, v, param_id=param_id, param_groups=param_groups) for v in value
+                )
             return value
 
         state = defaultdict(dict)
         for k, v in state_dict["state"].items():
             if k in id_map:
                 param = id_map[k]
-                state[param] = _cast(param, v, param_id=k,
-                                     param_groups=state_dict["param_groups"])
+                state[param] = _cast(param, v, param_id=k, param_groups=state_dict["param_groups"])
             else:
                 state[k] = v
 
@@ -305,9 +340,11 @@ class Optimizer:
         if isinstance(params, Tensor):
             param_group["params"] = [params]
         elif isinstance(params, set):
-            raise TypeError("optimizer parameters need to be organized in ordered collections, "
-                            "but the ordering of tensors in sets will change between runs. "
-                            "Please use a list instead.")
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, "
+                "but the ordering of tensors in sets will change between runs. "
+                "Please use a list instead."
+            )
         else:
             param_group["params"] = list(params)
 
@@ -323,37 +360,48 @@ class Optimizer:
             if len(names) == len(tensors):
                 param_group["param_names"] = names
             else:
-                raise ValueError("all optimizer params should be with/without names. Some param "
-                                 "names are missing")
+                raise ValueError(
+                    "all optimizer params should be with/without names. Some param "
+                    "names are missing"
+                )
 
         for param in param_group["params"]:
             if not isinstance(param, Tensor):
-                raise TypeError("optimizer can only optimize Tensors, but one of the params is "
-                                + _typename(param))
+                raise TypeError(
+                    "optimizer can only optimize Tensors, but one of the params is "
+                    + _typename(param)
+                )
             if not self.defaults.get("differentiable", None) and not (
-                    param.is_leaf or param.retains_grad):
+                param.is_leaf or param.retains_grad
+            ):
                 raise ValueError("can't optimize a non-leaf Tensor")
 
         for name, default in self.defaults.items():
             if default is required and name not in param_group:
-                raise ValueError("parameter group didn't specify a value of required "
-                                 "optimization parameter " + name)
+                raise ValueError(
+                    "parameter group didn't specify a value of required "
+                    "optimization parameter " + name
+                )
             param_group.setdefault(name, default)
 
         params = param_group["params"]
         if len(params) != len(set(params)):
-            warnings.warn("optimizer contains a parameter group with duplicate parameters; in "
-                          "future, this will cause an error; see "
-                          "github.com/pytorch/pytorch/issues/40967 for more information",
-                          stacklevel=3)
+            warnings.warn(
+                "optimizer contains a parameter group with duplicate parameters; in "
+                "future, this will cause an error; see "
+                "github.com/pytorch/pytorch/issues/40967 for more information",
+                stacklevel=3,
+            )
 
         param_set = set()
         for group in self.param_groups:
             param_set.update(set(group["params"]))
             if ("param_names" in param_group) != ("param_names" in group):
                 current = "with names" if "param_names" in param_group else "without names"
-                raise ValueError("all optimizer param groups should be with/without names. "
-                                 "cannot add param group %s to the optimizer" % current)
+                raise ValueError(
+                    "all optimizer param groups should be with/without names. "
+                    "cannot add param group %s to the optimizer" % current
+                )
         if not param_set.isdisjoint(set(param_group["params"])):
             raise ValueError("some parameters appear in more than one parameter group")
 

@@ -1,4 +1,5 @@
 """``RMSprop`` (alpha, eps, weight_decay, momentum, centered, maximize)."""
+
 from .._tensor import Tensor
 from . import _functional as F
 from .adam import _check_capturable, _step_tensor, _steps_to_tensors, _zeros_like
@@ -19,9 +20,20 @@ class RMSprop(Optimizer):
         p <- p - lr g / (avg + eps)                              (otherwise)
     """
 
-    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
-                 centered=False, capturable=False, foreach=None, maximize=False,
-                 differentiable=False):
+    def __init__(
+        self,
+        params,
+        lr=1e-2,
+        alpha=0.99,
+        eps=1e-8,
+        weight_decay=0,
+        momentum=0,
+        centered=False,
+        capturable=False,
+        foreach=None,
+        maximize=False,
+        differentiable=False,
+    ):
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
         if not 0.0 <= lr:
@@ -35,9 +47,18 @@ class RMSprop(Optimizer):
         if not 0.0 <= alpha:
             raise ValueError("Invalid alpha value: {}".format(alpha))
         _check_differentiable(differentiable)
-        defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
-                        weight_decay=weight_decay, capturable=capturable, foreach=foreach,
-                        maximize=maximize, differentiable=differentiable)
+        defaults = dict(
+            lr=lr,
+            momentum=momentum,
+            alpha=alpha,
+            eps=eps,
+            centered=centered,
+            weight_decay=weight_decay,
+            capturable=capturable,
+            foreach=foreach,
+            maximize=maximize,
+            differentiable=differentiable,
+        )
         super().__init__(params, defaults)
 
     def __setstate__(self, state):
@@ -71,9 +92,17 @@ class RMSprop(Optimizer):
                         state["momentum_buffer"] = _zeros_like(p)
                     if centered:
                         state["grad_avg"] = _zeros_like(p)
-                F.rmsprop_update(p, p.grad, state, lr=lr, alpha=group["alpha"],
-                                 eps=group["eps"],
-                                 weight_decay=_scalar(group["weight_decay"]),
-                                 momentum=momentum, centered=centered,
-                                 maximize=group["maximize"], cache=cache)
+                F.rmsprop_update(
+                    p,
+                    p.grad,
+                    state,
+                    lr=lr,
+                    alpha=group["alpha"],
+                    eps=group["eps"],
+                    weight_decay=_scalar(group["weight_decay"]),
+                    momentum=momentum,
+                    centered=centered,
+                    maximize=group["maximize"],
+                    cache=cache,
+                )
         return loss

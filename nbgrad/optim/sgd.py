@@ -1,4 +1,5 @@
 """``SGD``: stochastic gradient descent with momentum, dampening, Nesterov and weight decay."""
+
 from . import _functional as F
 from .optimizer import Optimizer, _check_differentiable, _closure_loss, _scalar, _use_no_grad
 
@@ -18,8 +19,20 @@ class SGD(Optimizer):
     ``foreach`` and ``fused`` are accepted for compatibility; there is one implementation.
     """
 
-    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False,
-                 *, maximize=False, foreach=None, differentiable=False, fused=None):
+    def __init__(
+        self,
+        params,
+        lr=1e-3,
+        momentum=0,
+        dampening=0,
+        weight_decay=0,
+        nesterov=False,
+        *,
+        maximize=False,
+        foreach=None,
+        differentiable=False,
+        fused=None,
+    ):
         if lr < 0.0:
             raise ValueError("Invalid learning rate: {}".format(lr))
         if momentum < 0.0:
@@ -27,9 +40,17 @@ class SGD(Optimizer):
         if weight_decay < 0.0:
             raise ValueError("Invalid weight_decay value: {}".format(weight_decay))
         _check_differentiable(differentiable)
-        defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
-                        weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
-                        foreach=foreach, differentiable=differentiable, fused=fused)
+        defaults = dict(
+            lr=lr,
+            momentum=momentum,
+            dampening=dampening,
+            weight_decay=weight_decay,
+            nesterov=nesterov,
+            maximize=maximize,
+            foreach=foreach,
+            differentiable=differentiable,
+            fused=fused,
+        )
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
@@ -54,9 +75,16 @@ class SGD(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                F.sgd_update(p, p.grad, self.state[p] if momentum != 0 else {}, lr=lr,
-                             momentum=momentum, dampening=group["dampening"],
-                             weight_decay=_scalar(group["weight_decay"]),
-                             nesterov=group["nesterov"], maximize=group["maximize"],
-                             cache=cache)
+                F.sgd_update(
+                    p,
+                    p.grad,
+                    self.state[p] if momentum != 0 else {},
+                    lr=lr,
+                    momentum=momentum,
+                    dampening=group["dampening"],
+                    weight_decay=_scalar(group["weight_decay"]),
+                    nesterov=group["nesterov"],
+                    maximize=group["maximize"],
+                    cache=cache,
+                )
         return loss

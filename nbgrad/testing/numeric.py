@@ -1,9 +1,11 @@
 """Finite-difference checks in float64: a directional <v, J u> check (cheap, any size) and the
 full Jacobian (small samples).  Used by tests until/alongside autograd.gradcheck."""
+
 import numpy as np
 
-from .._tensor import Tensor
 import nbgrad
+
+from .._tensor import Tensor
 
 
 def _flat_outputs(out):
@@ -26,18 +28,21 @@ def directional_check(fn, args, eps=1e-6, rtol=1e-5, atol=1e-7, seed=0):
     us = {i: rng.standard_normal(args[i]._data.shape) for i in diff}
     # analytical: sum_k <v_k, out_k> backward -> grads . u
     grads = nbgrad.autograd.grad(
-        [o for o in outs], [args[i] for i in diff],
+        [o for o in outs],
+        [args[i] for i in diff],
         grad_outputs=[nbgrad.tensor(v, dtype=o.dtype) for v, o in zip(vs, outs)],
-        allow_unused=True)
-    analytical = sum(float((g._data * us[i]).sum()) for g, i in zip(grads, diff)
-                     if g is not None)
+        allow_unused=True,
+    )
+    analytical = sum(float((g._data * us[i]).sum()) for g, i in zip(grads, diff) if g is not None)
 
     def shifted(sign):
         new = list(args)
         for i in diff:
-            new[i] = nbgrad.tensor(args[i]._data + sign * eps * us[i], dtype=args[i].dtype,
-                                   requires_grad=True)
+            new[i] = nbgrad.tensor(
+                args[i]._data + sign * eps * us[i], dtype=args[i].dtype, requires_grad=True
+            )
         return _eval(fn, new)
+
     plus, minus = shifted(1), shifted(-1)
     numerical = sum(float(((p - m) / (2 * eps) * v).sum()) for p, m, v in zip(plus, minus, vs))
     ok = abs(numerical - analytical) <= atol + rtol * max(abs(numerical), abs(analytical))
@@ -59,11 +64,13 @@ def full_jacobian_check(fn, args, eps=1e-6, rtol=1e-4, atol=1e-6):
                 d = np.zeros(n_in)
                 d[j] = eps
                 new = list(args)
-                new[i] = nbgrad.tensor(base + d.reshape(base.shape), dtype=x.dtype,
-                                       requires_grad=True)
+                new[i] = nbgrad.tensor(
+                    base + d.reshape(base.shape), dtype=x.dtype, requires_grad=True
+                )
                 plus = _eval(fn, new)[k]
-                new[i] = nbgrad.tensor(base - d.reshape(base.shape), dtype=x.dtype,
-                                       requires_grad=True)
+                new[i] = nbgrad.tensor(
+                    base - d.reshape(base.shape), dtype=x.dtype, requires_grad=True
+                )
                 minus = _eval(fn, new)[k]
                 num[j] = ((plus - minus) / (2 * eps)).reshape(-1)
             ana = np.zeros((n_in, n_out))
@@ -71,8 +78,12 @@ def full_jacobian_check(fn, args, eps=1e-6, rtol=1e-4, atol=1e-6):
                 e = np.zeros(n_out)
                 e[m] = 1.0
                 outs2 = _flat_outputs(fn(*args))
-                (g,) = nbgrad.autograd.grad(outs2[k], x, grad_outputs=nbgrad.tensor(
-                    e.reshape(out._data.shape), dtype=out.dtype), allow_unused=True)
+                (g,) = nbgrad.autograd.grad(
+                    outs2[k],
+                    x,
+                    grad_outputs=nbgrad.tensor(e.reshape(out._data.shape), dtype=out.dtype),
+                    allow_unused=True,
+                )
                 if g is not None:
                     ana[:, m] = g._data.reshape(-1)
             if not np.allclose(num, ana, rtol=rtol, atol=atol):

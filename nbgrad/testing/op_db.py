@@ -6,13 +6,14 @@
   N(shape, lo, hi)       random float tensor that does not require grad
   I(values) / B(values)  fixed int64 / bool tensor;  C(value): a plain Python value
 """
+
 import copy
 
 import numpy as np
 
-from ..ops.registry import REGISTRY
 import nbgrad
-from ..ops.registry import FUNCTION
+
+from ..ops.registry import FUNCTION, REGISTRY
 
 
 class F:
@@ -63,9 +64,22 @@ class C:
 
 
 class OpInfo:
-    def __init__(self, name, fn, ref=None, samples=None, grad=True, gradgrad=True, node=None,
-                 rtol=1e-5, atol=1e-6, kinks=None, torch_grad_names=True,
-                 dtypes=("float32", "float64"), grad_tol=None):
+    def __init__(
+        self,
+        name,
+        fn,
+        ref=None,
+        samples=None,
+        grad=True,
+        gradgrad=True,
+        node=None,
+        rtol=1e-5,
+        atol=1e-6,
+        kinks=None,
+        torch_grad_names=True,
+        dtypes=("float32", "float64"),
+        grad_tol=None,
+    ):
         self.name = name
         self.fn = fn
         self.ref = ref
@@ -79,8 +93,7 @@ class OpInfo:
         self.dtypes = dtypes
         self.grad_tol = grad_tol or {}  # looser only where the op itself rounds (dtype casts)
         if kinks is not None:  # copies: sample specs are shared between entries
-            self.samples = [tuple(_with_kinks(spec, kinks) for spec in smp)
-                            for smp in self.samples]
+            self.samples = [tuple(_with_kinks(spec, kinks) for spec in smp) for smp in self.samples]
 
     def __repr__(self):
         return self.name
@@ -129,6 +142,7 @@ def leaf_fn(info, sample, args_template):
             else:
                 args.append(a)
         return info.fn(nbgrad, *args)
+
     return fn
 
 
@@ -150,24 +164,48 @@ def arrays_of(sample, seed=0):
 # Elementwise unary ops: one entry each, generated from the registry.  The forward reference is
 # the op's numpy ufunc, an independent numpy expression below, or (for a new op declared by its
 # formula alone) the formula evaluated by numpy in float64.
-REFS = {"rsqrt": lambda x: 1 / np.sqrt(x), "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
-        "relu": lambda x: np.maximum(x, 0), "reciprocal": lambda x: 1 / x}
+REFS = {
+    "rsqrt": lambda x: 1 / np.sqrt(x),
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "relu": lambda x: np.maximum(x, 0),
+    "reciprocal": lambda x: 1 / x,
+}
 
 STD = [(F((3, 4)),), (F(()),), (F((5,)),), (F((4, 3), T=True),)]
 
 
 def _erf(x):
     import math
+
     return np.vectorize(math.erf)(x)
 
 
-NUMPY_VOCAB = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2,
-               "log1p": np.log1p, "expm1": np.expm1, "sqrt": np.sqrt, "sin": np.sin,
-               "cos": np.cos, "tan": np.tan, "tanh": np.tanh, "floor": np.floor,
-               "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint, "fabs": np.abs,
-               "sign": np.sign, "erf": _erf, "where": np.where, "maximum": np.maximum,
-               "minimum": np.minimum, "sigmoid": lambda v: 1 / (1 + np.exp(-v)),
-               "rsqrt": lambda v: 1 / np.sqrt(v), "isnan": np.isnan}
+NUMPY_VOCAB = {
+    "exp": np.exp,
+    "exp2": np.exp2,
+    "log": np.log,
+    "log2": np.log2,
+    "log1p": np.log1p,
+    "expm1": np.expm1,
+    "sqrt": np.sqrt,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+    "tanh": np.tanh,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "trunc": np.trunc,
+    "rint": np.rint,
+    "fabs": np.abs,
+    "sign": np.sign,
+    "erf": _erf,
+    "where": np.where,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "sigmoid": lambda v: 1 / (1 + np.exp(-v)),
+    "rsqrt": lambda v: 1 / np.sqrt(v),
+    "isnan": np.isnan,
+}
 
 
 def formula_ref(op):
@@ -179,23 +217,41 @@ def formula_ref(op):
 def _unary_entries():
     out = []
     for name, op in REGISTRY.items():
-        if op.kind != "pointwise" or FUNCTION not in op.variants or op.args != ("x",) \
-                or op.attrs or op.fn is None or "." in name or name in ("round", "clamp"):
+        if (
+            op.kind != "pointwise"
+            or FUNCTION not in op.variants
+            or op.args != ("x",)
+            or op.attrs
+            or op.fn is None
+            or "." in name
+            or name in ("round", "clamp")
+        ):
             continue  # not a plain unary function (attributes, overloads, extra arguments)
         ref = REFS.get(name) or op.numpy or formula_ref(op)
         lo, hi = op.hints.get("domain", (-2.0, 2.0))
         samples = [tuple(F(s.shape, lo, hi, T=s.T) for s in smp) for smp in STD]
         nondiff = op.partials == ("0",)
-        out.append(OpInfo(name, (lambda n: lambda T, x: getattr(T, n)(x))(name), ref, samples,
-                          grad=True, gradgrad=not nondiff and name not in ("abs", "relu",
-                                                                                  "sign"),
-                          kinks=op.hints.get("kinks")))
+        out.append(
+            OpInfo(
+                name,
+                (lambda n: lambda T, x: getattr(T, n)(x))(name),
+                ref,
+                samples,
+                grad=True,
+                gradgrad=not nondiff and name not in ("abs", "relu", "sign"),
+                kinks=op.hints.get("kinks"),
+            )
+        )
     out.append(OpInfo("round", lambda T, x: T.round(x), np.rint, STD))
     return out
 
 
-BIN = [(F((3, 4)), F((3, 4))), (F((3, 1)), F((4,))), (F(()), F((2, 3))),
-       (F((3, 4), T=True), F((3, 4)))]
+BIN = [
+    (F((3, 4)), F((3, 4))),
+    (F((3, 1)), F((4,))),
+    (F(()), F((2, 3))),
+    (F((3, 4), T=True), F((3, 4))),
+]
 POS = dict(lo=0.5, hi=2.0)
 
 
@@ -211,65 +267,168 @@ OP_DB = _unary_entries() + [
     OpInfo("rsub", lambda T, x: 2.0 - x, lambda x: 2.0 - x, [(F((3, 2)),)]),
     OpInfo("mul", lambda T, x, y: x * y, lambda x, y: x * y, BIN),
     OpInfo("mul", lambda T, x: x * 3, lambda x: x * 3, [(F((4,)),)]),
-    OpInfo("div", lambda T, x, y: x / y, lambda x, y: x / y,
-           [(F((3, 4)), F((3, 4), **POS)), (F((3, 1)), F((4,), **POS))]),
+    OpInfo(
+        "div",
+        lambda T, x, y: x / y,
+        lambda x, y: x / y,
+        [(F((3, 4)), F((3, 4), **POS)), (F((3, 1)), F((4,), **POS))],
+    ),
     OpInfo("div", lambda T, x: 2.0 / x, lambda x: 2.0 / x, [(F((3,), **POS),)]),
-    OpInfo("pow", lambda T, x: x ** 3, lambda x: x ** 3, [(F((3, 4)),), (F(()),)]),
-    OpInfo("pow", lambda T, x: T.pow(x, 2.5), lambda x: x ** 2.5, [(F((3, 4), **POS),)]),
+    OpInfo("pow", lambda T, x: x**3, lambda x: x**3, [(F((3, 4)),), (F(()),)]),
+    OpInfo("pow", lambda T, x: T.pow(x, 2.5), lambda x: x**2.5, [(F((3, 4), **POS),)]),
     OpInfo("square", lambda T, x: T.square(x), lambda x: x * x, [(F((5,)),)]),
-    OpInfo("pow.Tensor", lambda T, x, y: x ** y, lambda x, y: x ** y, _bin(BIN[:2], **POS)),
-    OpInfo("rpow", lambda T, x: 2.0 ** x, lambda x: 2.0 ** x, [(F((3, 4)),)]),
-    OpInfo("clamp", lambda T, x: T.clamp(x, -0.5, 0.7), lambda x: np.clip(x, -0.5, 0.7),
-           [(F((4, 5)),)], kinks=(-0.5, 0.7), gradgrad=False),
-    OpInfo("clamp", lambda T, x: x.clamp(min=0.1), lambda x: np.maximum(x, 0.1),
-           [(F((6,)),)], kinks=(0.1,), gradgrad=False),
-    OpInfo("clamp_min", lambda T, x: T.clamp_min(x, 0.1), lambda x: np.maximum(x, 0.1),
-           [(F((6,)),)], kinks=(0.1,), gradgrad=False),
-    OpInfo("clamp_max", lambda T, x: x.clamp_max(0.3), lambda x: np.minimum(x, 0.3),
-           [(F((6,)),)], kinks=(0.3,), gradgrad=False),
+    OpInfo("pow.Tensor", lambda T, x, y: x**y, lambda x, y: x**y, _bin(BIN[:2], **POS)),
+    OpInfo("rpow", lambda T, x: 2.0**x, lambda x: 2.0**x, [(F((3, 4)),)]),
+    OpInfo(
+        "clamp",
+        lambda T, x: T.clamp(x, -0.5, 0.7),
+        lambda x: np.clip(x, -0.5, 0.7),
+        [(F((4, 5)),)],
+        kinks=(-0.5, 0.7),
+        gradgrad=False,
+    ),
+    OpInfo(
+        "clamp",
+        lambda T, x: x.clamp(min=0.1),
+        lambda x: np.maximum(x, 0.1),
+        [(F((6,)),)],
+        kinks=(0.1,),
+        gradgrad=False,
+    ),
+    OpInfo(
+        "clamp_min",
+        lambda T, x: T.clamp_min(x, 0.1),
+        lambda x: np.maximum(x, 0.1),
+        [(F((6,)),)],
+        kinks=(0.1,),
+        gradgrad=False,
+    ),
+    OpInfo(
+        "clamp_max",
+        lambda T, x: x.clamp_max(0.3),
+        lambda x: np.minimum(x, 0.3),
+        [(F((6,)),)],
+        kinks=(0.3,),
+        gradgrad=False,
+    ),
     OpInfo("maximum", lambda T, x, y: T.maximum(x, y), np.maximum, BIN[:2], gradgrad=False),
     OpInfo("minimum", lambda T, x, y: T.minimum(x, y), np.minimum, BIN[:2], gradgrad=False),
-    OpInfo("remainder.Tensor", lambda T, x, y: T.remainder(x, y), np.remainder,
-           [(F((3, 4)), F((3, 4), **POS))], gradgrad=False),
-    OpInfo("remainder", lambda T, x: x % 1.5, lambda x: np.remainder(x, 1.5), [(F((3, 4)),)],
-           gradgrad=False),
+    OpInfo(
+        "remainder.Tensor",
+        lambda T, x, y: T.remainder(x, y),
+        np.remainder,
+        [(F((3, 4)), F((3, 4), **POS))],
+        gradgrad=False,
+    ),
+    OpInfo(
+        "remainder",
+        lambda T, x: x % 1.5,
+        lambda x: np.remainder(x, 1.5),
+        [(F((3, 4)),)],
+        gradgrad=False,
+    ),
     OpInfo("lerp", lambda T, x, y: T.lerp(x, y, 0.3), lambda x, y: x + 0.3 * (y - x), BIN[:2]),
-    OpInfo("lerp.Tensor", lambda T, x, y, w: T.lerp(x, y, w), lambda x, y, w: x + w * (y - x),
-           [(F((3, 4)), F((3, 4)), F((3, 4))), (F((3, 1)), F((4,)), F(()))]),
-    OpInfo("where", lambda T, c, x, y: T.where(c, x, y), np.where,
-           [(B([[True, False, True], [False, False, True]]), F((2, 3)), F((2, 3))),
-            (B([True, False, True]), F((2, 3)), F(()))]),
-    OpInfo("masked_fill", lambda T, x, m: x.masked_fill(m, -1.5),
-           lambda x, m: np.where(m, -1.5, x), [(F((2, 3)), B([True, False, True]))]),
+    OpInfo(
+        "lerp.Tensor",
+        lambda T, x, y, w: T.lerp(x, y, w),
+        lambda x, y, w: x + w * (y - x),
+        [(F((3, 4)), F((3, 4)), F((3, 4))), (F((3, 1)), F((4,)), F(()))],
+    ),
+    OpInfo(
+        "where",
+        lambda T, c, x, y: T.where(c, x, y),
+        np.where,
+        [
+            (B([[True, False, True], [False, False, True]]), F((2, 3)), F((2, 3))),
+            (B([True, False, True]), F((2, 3)), F(())),
+        ],
+    ),
+    OpInfo(
+        "masked_fill",
+        lambda T, x, m: x.masked_fill(m, -1.5),
+        lambda x, m: np.where(m, -1.5, x),
+        [(F((2, 3)), B([True, False, True]))],
+    ),
 ]
 
 CMP = [(N((3, 4)), N((3, 4))), (N((3, 1)), N((4,)))]
-for _n, _f in [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le", np.less_equal),
-               ("gt", np.greater), ("ge", np.greater_equal)]:
-    OP_DB.append(OpInfo(_n, (lambda n: lambda T, x, y: getattr(T, n)(x, y))(_n), _f, CMP,
-                        grad=False))
+for _n, _f in [
+    ("eq", np.equal),
+    ("ne", np.not_equal),
+    ("lt", np.less),
+    ("le", np.less_equal),
+    ("gt", np.greater),
+    ("ge", np.greater_equal),
+]:
+    OP_DB.append(
+        OpInfo(_n, (lambda n: lambda T, x, y: getattr(T, n)(x, y))(_n), _f, CMP, grad=False)
+    )
 LOG = [(B([[True, False], [True, True]]), B([[False, False], [True, False]]))]
-for _n, _f in [("logical_and", np.logical_and), ("logical_or", np.logical_or),
-               ("logical_xor", np.logical_xor)]:
-    OP_DB.append(OpInfo(_n, (lambda n: lambda T, x, y: getattr(T, n)(x, y))(_n), _f, LOG,
-                        grad=False))
+for _n, _f in [
+    ("logical_and", np.logical_and),
+    ("logical_or", np.logical_or),
+    ("logical_xor", np.logical_xor),
+]:
+    OP_DB.append(
+        OpInfo(_n, (lambda n: lambda T, x, y: getattr(T, n)(x, y))(_n), _f, LOG, grad=False)
+    )
 OP_DB += [
-    OpInfo("logical_not", lambda T, x: T.logical_not(x), np.logical_not,
-           [(B([True, False]),)], grad=False),
-    OpInfo("isnan", lambda T, x: T.isnan(T.log(x)), lambda x: np.isnan(np.log(x)),
-           [(N((5,)),)], grad=False),
-    OpInfo("isinf", lambda T, x: T.isinf(1 / (x * 0)), lambda x: np.isinf(1 / (x * 0)),
-           [(N((5,)),)], grad=False),
-    OpInfo("isfinite", lambda T, x: T.isfinite(T.log(x)), lambda x: np.isfinite(np.log(x)),
-           [(N((5,)),)], grad=False),
-    OpInfo("floor_divide", lambda T, x, y: x // y, np.floor_divide,
-           [(N((3, 4)), N((3, 4), 0.5, 2.0))], grad=False),
-    OpInfo("equal", lambda T, x, y: T.tensor(T.equal(x, y)), lambda x, y: np.array_equal(x, y),
-           [(N((3, 4)), N((3, 4)))], grad=False),
-    OpInfo("allclose", lambda T, x, y: T.tensor(x.allclose(x + y * 1e-9)),
-           lambda x, y: np.allclose(x, x + y * 1e-9), [(N((3, 4)), N((3, 4)))], grad=False),
-    OpInfo("isclose", lambda T, x, y: T.isclose(x, y, atol=0.5), lambda x, y: np.isclose(
-        x, y, atol=0.5), [(N((3, 4)), N((3, 4)))], grad=False),
+    OpInfo(
+        "logical_not",
+        lambda T, x: T.logical_not(x),
+        np.logical_not,
+        [(B([True, False]),)],
+        grad=False,
+    ),
+    OpInfo(
+        "isnan",
+        lambda T, x: T.isnan(T.log(x)),
+        lambda x: np.isnan(np.log(x)),
+        [(N((5,)),)],
+        grad=False,
+    ),
+    OpInfo(
+        "isinf",
+        lambda T, x: T.isinf(1 / (x * 0)),
+        lambda x: np.isinf(1 / (x * 0)),
+        [(N((5,)),)],
+        grad=False,
+    ),
+    OpInfo(
+        "isfinite",
+        lambda T, x: T.isfinite(T.log(x)),
+        lambda x: np.isfinite(np.log(x)),
+        [(N((5,)),)],
+        grad=False,
+    ),
+    OpInfo(
+        "floor_divide",
+        lambda T, x, y: x // y,
+        np.floor_divide,
+        [(N((3, 4)), N((3, 4), 0.5, 2.0))],
+        grad=False,
+    ),
+    OpInfo(
+        "equal",
+        lambda T, x, y: T.tensor(T.equal(x, y)),
+        lambda x, y: np.array_equal(x, y),
+        [(N((3, 4)), N((3, 4)))],
+        grad=False,
+    ),
+    OpInfo(
+        "allclose",
+        lambda T, x, y: T.tensor(x.allclose(x + y * 1e-9)),
+        lambda x, y: np.allclose(x, x + y * 1e-9),
+        [(N((3, 4)), N((3, 4)))],
+        grad=False,
+    ),
+    OpInfo(
+        "isclose",
+        lambda T, x, y: T.isclose(x, y, atol=0.5),
+        lambda x, y: np.isclose(x, y, atol=0.5),
+        [(N((3, 4)), N((3, 4)))],
+        grad=False,
+    ),
 ]
 
 # -- reductions --------------------------------------------------------------------------------
@@ -277,43 +436,55 @@ R3 = [(F((3, 4, 5)),)]
 OP_DB += [
     OpInfo("sum", lambda T, x: x.sum(), lambda x: x.sum(), STD),
     OpInfo("sum", lambda T, x: x.sum(1), lambda x: x.sum(1), R3 + [(F((4, 3), T=True),)]),
-    OpInfo("sum", lambda T, x: x.sum((0, 2), keepdim=True), lambda x: x.sum((0, 2),
-                                                                            keepdims=True), R3),
+    OpInfo(
+        "sum", lambda T, x: x.sum((0, 2), keepdim=True), lambda x: x.sum((0, 2), keepdims=True), R3
+    ),
     OpInfo("mean", lambda T, x: x.mean(), lambda x: x.mean(), STD),
-    OpInfo("mean", lambda T, x: x.mean(-1, keepdim=True), lambda x: x.mean(-1, keepdims=True),
-           R3),
+    OpInfo("mean", lambda T, x: x.mean(-1, keepdim=True), lambda x: x.mean(-1, keepdims=True), R3),
     OpInfo("prod", lambda T, x: x.prod(), lambda x: x.prod(), [(F((2, 3), 0.5, 1.5),)]),
     OpInfo("prod", lambda T, x: x.prod(1), lambda x: x.prod(1), [(F((3, 4), 0.5, 1.5),)]),
     OpInfo("amax", lambda T, x: x.amax(1), lambda x: x.max(1), R3, gradgrad=False),
     OpInfo("amin", lambda T, x: T.amin(x, (0, 1)), lambda x: x.min((0, 1)), R3, gradgrad=False),
     OpInfo("max", lambda T, x: x.max(), lambda x: x.max(), STD, gradgrad=False),
     OpInfo("max", lambda T, x: x.max(1)[0], lambda x: x.max(1), R3, gradgrad=False),
-    OpInfo("max", lambda T, x: x.max(0, keepdim=True).values, lambda x: x.max(0, keepdims=True),
-           [(F((4, 3)),)], gradgrad=False),
+    OpInfo(
+        "max",
+        lambda T, x: x.max(0, keepdim=True).values,
+        lambda x: x.max(0, keepdims=True),
+        [(F((4, 3)),)],
+        gradgrad=False,
+    ),
     OpInfo("min", lambda T, x: x.min(), lambda x: x.min(), STD, gradgrad=False),
     OpInfo("min", lambda T, x: x.min(-1)[0], lambda x: x.min(-1), R3, gradgrad=False),
     OpInfo("argmax", lambda T, x: x.argmax(1), lambda x: x.argmax(1), R3, grad=False),
     OpInfo("argmax", lambda T, x: T.argmax(x), lambda x: x.argmax(), R3, grad=False),
     OpInfo("argmin", lambda T, x: x.argmin(0), lambda x: x.argmin(0), R3, grad=False),
     OpInfo("var", lambda T, x: x.var(), lambda x: x.var(ddof=1), STD[:1] + STD[2:]),
-    OpInfo("var", lambda T, x: x.var(1, keepdim=True, correction=0),
-           lambda x: x.var(1, keepdims=True), R3),
+    OpInfo(
+        "var",
+        lambda T, x: x.var(1, keepdim=True, correction=0),
+        lambda x: x.var(1, keepdims=True),
+        R3,
+    ),
     OpInfo("std", lambda T, x: x.std(), lambda x: x.std(ddof=1), [(F((3, 4)),)]),
     OpInfo("std", lambda T, x: T.std(x, 0, unbiased=False), lambda x: x.std(0), R3),
     OpInfo("norm", lambda T, x: x.norm(), lambda x: np.sqrt((x * x).sum()), STD[:1] + STD[2:]),
-    OpInfo("norm", lambda T, x: x.norm(1, dim=1), lambda x: np.abs(x).sum(1), R3,
-           gradgrad=False),
-    OpInfo("norm", lambda T, x: x.norm(3, dim=-1), lambda x: (np.abs(x) ** 3).sum(-1) ** (1 / 3),
-           R3),
-    OpInfo("logsumexp", lambda T, x: T.logsumexp(x, 1),
-           lambda x: np.log(np.exp(x).sum(1)), R3 + [(F((4, 3), T=True),)]),
-    OpInfo("cumsum", lambda T, x: x.cumsum(1), lambda x: x.cumsum(1),
-           R3 + [(F((4, 3), T=True),)]),
+    OpInfo("norm", lambda T, x: x.norm(1, dim=1), lambda x: np.abs(x).sum(1), R3, gradgrad=False),
+    OpInfo(
+        "norm", lambda T, x: x.norm(3, dim=-1), lambda x: (np.abs(x) ** 3).sum(-1) ** (1 / 3), R3
+    ),
+    OpInfo(
+        "logsumexp",
+        lambda T, x: T.logsumexp(x, 1),
+        lambda x: np.log(np.exp(x).sum(1)),
+        R3 + [(F((4, 3), T=True),)],
+    ),
+    OpInfo("cumsum", lambda T, x: x.cumsum(1), lambda x: x.cumsum(1), R3 + [(F((4, 3), T=True),)]),
     OpInfo("cumsum", lambda T, x: T.cumsum(x, 0), lambda x: x.cumsum(0), [(F((5,)),)]),
-    OpInfo("all", lambda T, x: (x > 0).all(1), lambda x: (x > 0).all(1), [(N((3, 4)),)],
-           grad=False),
-    OpInfo("any", lambda T, x: (x > 1).any(), lambda x: (x > 1).any(), [(N((3, 4)),)],
-           grad=False),
+    OpInfo(
+        "all", lambda T, x: (x > 0).all(1), lambda x: (x > 0).all(1), [(N((3, 4)),)], grad=False
+    ),
+    OpInfo("any", lambda T, x: (x > 1).any(), lambda x: (x > 1).any(), [(N((3, 4)),)], grad=False),
 ]
 
 # -- shape ---------------------------------------------------------------------------------------
@@ -322,33 +493,67 @@ OP_DB += [
     OpInfo("view", lambda T, x: x.view(2, 6), lambda x: x.reshape(2, 6), [(F((3, 4)),)]),
     OpInfo("reshape", lambda T, x: x.reshape(-1, 2), lambda x: x.reshape(-1, 2), M),
     OpInfo("flatten", lambda T, x: x.flatten(), lambda x: x.reshape(-1), [(F((2, 3, 2)),)]),
-    OpInfo("unflatten", lambda T, x: x.unflatten(1, (2, 2)), lambda x: x.reshape(3, 2, 2),
-           [(F((3, 4)),)]),
+    OpInfo(
+        "unflatten",
+        lambda T, x: x.unflatten(1, (2, 2)),
+        lambda x: x.reshape(3, 2, 2),
+        [(F((3, 4)),)],
+    ),
     OpInfo("squeeze", lambda T, x: x.squeeze(1), lambda x: x.squeeze(1), [(F((3, 1, 2)),)]),
     OpInfo("squeeze", lambda T, x: x.squeeze(), lambda x: x.squeeze(), [(F((1, 3, 1)),)]),
     OpInfo("unsqueeze", lambda T, x: x.unsqueeze(-1), lambda x: x[..., None], M),
     OpInfo("transpose", lambda T, x: x.transpose(0, 2), lambda x: x.swapaxes(0, 2), R3),
     OpInfo("permute", lambda T, x: x.permute(2, 0, 1), lambda x: x.transpose(2, 0, 1), R3),
     OpInfo("t", lambda T, x: x.t(), lambda x: x.T, M),
-    OpInfo("expand", lambda T, x: x.expand(2, 3, 4), lambda x: np.broadcast_to(x, (2, 3, 4)),
-           [(F((3, 1)),)]),
-    OpInfo("expand_as", lambda T, x, y: x.expand_as(y), lambda x, y: np.broadcast_to(
-        x, y.shape), [(F((4,)), N((2, 4)))]),
-    OpInfo("broadcast_to", lambda T, x: T.broadcast_to(x, (2, 4)),
-           lambda x: np.broadcast_to(x, (2, 4)), [(F((1, 4)),)]),
-    OpInfo("broadcast_tensors", lambda T, x, y: T.broadcast_tensors(x, y),
-           lambda x, y: tuple(np.broadcast_arrays(x, y)), [(F((3, 1)), F((4,)))]),
-    OpInfo("cat", lambda T, x, y: T.cat([x, y], 1), lambda x, y: np.concatenate([x, y], 1),
-           [(F((2, 3)), F((2, 2))), (F((2, 3), T=True), F((2, 1)))]),
-    OpInfo("stack", lambda T, x, y: T.stack([x, y], 1), lambda x, y: np.stack([x, y], 1),
-           [(F((2, 3)), F((2, 3)))]),
-    OpInfo("split", lambda T, x: T.split(x, 2, 1), lambda x: tuple(np.split(x, [2], 1)),
-           [(F((3, 4)),)]),
+    OpInfo(
+        "expand",
+        lambda T, x: x.expand(2, 3, 4),
+        lambda x: np.broadcast_to(x, (2, 3, 4)),
+        [(F((3, 1)),)],
+    ),
+    OpInfo(
+        "expand_as",
+        lambda T, x, y: x.expand_as(y),
+        lambda x, y: np.broadcast_to(x, y.shape),
+        [(F((4,)), N((2, 4)))],
+    ),
+    OpInfo(
+        "broadcast_to",
+        lambda T, x: T.broadcast_to(x, (2, 4)),
+        lambda x: np.broadcast_to(x, (2, 4)),
+        [(F((1, 4)),)],
+    ),
+    OpInfo(
+        "broadcast_tensors",
+        lambda T, x, y: T.broadcast_tensors(x, y),
+        lambda x, y: tuple(np.broadcast_arrays(x, y)),
+        [(F((3, 1)), F((4,)))],
+    ),
+    OpInfo(
+        "cat",
+        lambda T, x, y: T.cat([x, y], 1),
+        lambda x, y: np.concatenate([x, y], 1),
+        [(F((2, 3)), F((2, 2))), (F((2, 3), T=True), F((2, 1)))],
+    ),
+    OpInfo(
+        "stack",
+        lambda T, x, y: T.stack([x, y], 1),
+        lambda x, y: np.stack([x, y], 1),
+        [(F((2, 3)), F((2, 3)))],
+    ),
+    OpInfo(
+        "split", lambda T, x: T.split(x, 2, 1), lambda x: tuple(np.split(x, [2], 1)), [(F((3, 4)),)]
+    ),
     OpInfo("split", lambda T, x: x.split([1, 3], 1)[1], lambda x: x[:, 1:], [(F((3, 4)),)]),
-    OpInfo("chunk", lambda T, x: T.chunk(x, 3, 0), lambda x: tuple(np.array_split(x, 3, 0)),
-           [(F((6, 2)),)]),
-    OpInfo("unbind", lambda T, x: x.unbind(1), lambda x: tuple(np.moveaxis(x, 1, 0)),
-           [(F((2, 3)),)]),
+    OpInfo(
+        "chunk",
+        lambda T, x: T.chunk(x, 3, 0),
+        lambda x: tuple(np.array_split(x, 3, 0)),
+        [(F((6, 2)),)],
+    ),
+    OpInfo(
+        "unbind", lambda T, x: x.unbind(1), lambda x: tuple(np.moveaxis(x, 1, 0)), [(F((2, 3)),)]
+    ),
     OpInfo("flip", lambda T, x: T.flip(x, (0, 1)), lambda x: np.flip(x, (0, 1)), M),
     OpInfo("roll", lambda T, x: T.roll(x, 1, 1), lambda x: np.roll(x, 1, 1), M),
     OpInfo("roll", lambda T, x: T.roll(x, 2), lambda x: np.roll(x, 2), [(F((3, 2)),)]),
@@ -357,12 +562,20 @@ OP_DB += [
     OpInfo("triu", lambda T, x: T.triu(x, 1), lambda x: np.triu(x, 1), M),
     OpInfo("clone", lambda T, x: x.clone(), lambda x: x.copy(), M),
     OpInfo("contiguous", lambda T, x: x.contiguous(), lambda x: x.copy(), [(F((4, 3), T=True),)]),
-    OpInfo("to", lambda T, x: x.double().float() if x.dtype == T.float32 else x.float().double(),
-           lambda x: x.astype(np.float32).astype(x.dtype), [(F((3,)),)],
-           grad_tol=dict(eps=1e-3, rtol=1e-3, atol=1e-4)),  # the op rounds to float32
+    OpInfo(
+        "to",
+        lambda T, x: x.double().float() if x.dtype == T.float32 else x.float().double(),
+        lambda x: x.astype(np.float32).astype(x.dtype),
+        [(F((3,)),)],
+        grad_tol=dict(eps=1e-3, rtol=1e-3, atol=1e-4),
+    ),  # the op rounds to float32
     OpInfo("repeat", lambda T, x: x.repeat(2, 3), lambda x: np.tile(x, (2, 3)), [(F((2, 2)),)]),
-    OpInfo("sum_to_size", lambda T, x: x.sum_to_size(1, 4), lambda x: x.sum(0, keepdims=True),
-           [(F((3, 4)),)]),
+    OpInfo(
+        "sum_to_size",
+        lambda T, x: x.sum_to_size(1, 4),
+        lambda x: x.sum(0, keepdims=True),
+        [(F((3, 4)),)],
+    ),
     OpInfo("movedim", lambda T, x: T.movedim(x, 0, -1), lambda x: np.moveaxis(x, 0, -1), R3),
 ]
 
@@ -372,26 +585,56 @@ OP_DB += [
     OpInfo("getitem", lambda T, x: x[:, 1::2], lambda x: x[:, 1::2], M),
     OpInfo("getitem", lambda T, x: x[None, ..., 0], lambda x: x[None, ..., 0], R3),
     OpInfo("getitem", lambda T, x, i: x[i], lambda x, i: x[i], [(F((4, 3)), I([0, 2, 2, -1]))]),
-    OpInfo("getitem", lambda T, x, m: x[m], lambda x, m: x[m],
-           [(F((2, 3)), B([[True, False, True], [False, True, True]]))]),
-    OpInfo("getitem", lambda T, x: x[[0, 1], [2, 0]], lambda x: x[[0, 1], [2, 0]],
-           [(F((3, 4)),)]),
-    OpInfo("setitem", lambda T, x, v: _setitem(x, v), lambda x, v: _np_setitem(x, v),
-           [(F((3, 4)), F((4,)))]),
-    OpInfo("gather", lambda T, x, i: T.gather(x, 1, i), lambda x, i: np.take_along_axis(x, i, 1),
-           [(F((3, 4)), I([[0, 1], [3, 3], [2, 0]]))]),
-    OpInfo("scatter", lambda T, x, s, i: T.scatter(x, 1, i, s),
-           lambda x, s, i: _np_scatter(x, s, i, False),
-           [(F((3, 4)), F((3, 2)), I([[0, 1], [3, 2], [2, 0]]))]),
-    OpInfo("scatter_add", lambda T, x, s, i: T.scatter_add(x, 1, i, s),
-           lambda x, s, i: _np_scatter(x, s, i, True),
-           [(F((3, 4)), F((3, 2)), I([[0, 0], [3, 2], [2, 2]]))]),
-    OpInfo("index_select", lambda T, x, i: T.index_select(x, 0, i),
-           lambda x, i: x[i], [(F((4, 3)), I([3, 0, 3]))]),
-    OpInfo("nonzero", lambda T, x: T.nonzero(x > 0), lambda x: np.stack(np.nonzero(x > 0), 1),
-           [(N((3, 4)),)], grad=False),
-    OpInfo("masked_select", lambda T, x, m: T.masked_select(x, m), lambda x, m: x[
-        np.broadcast_to(m, x.shape)], [(F((2, 3)), B([True, False, True]))]),
+    OpInfo(
+        "getitem",
+        lambda T, x, m: x[m],
+        lambda x, m: x[m],
+        [(F((2, 3)), B([[True, False, True], [False, True, True]]))],
+    ),
+    OpInfo("getitem", lambda T, x: x[[0, 1], [2, 0]], lambda x: x[[0, 1], [2, 0]], [(F((3, 4)),)]),
+    OpInfo(
+        "setitem",
+        lambda T, x, v: _setitem(x, v),
+        lambda x, v: _np_setitem(x, v),
+        [(F((3, 4)), F((4,)))],
+    ),
+    OpInfo(
+        "gather",
+        lambda T, x, i: T.gather(x, 1, i),
+        lambda x, i: np.take_along_axis(x, i, 1),
+        [(F((3, 4)), I([[0, 1], [3, 3], [2, 0]]))],
+    ),
+    OpInfo(
+        "scatter",
+        lambda T, x, s, i: T.scatter(x, 1, i, s),
+        lambda x, s, i: _np_scatter(x, s, i, False),
+        [(F((3, 4)), F((3, 2)), I([[0, 1], [3, 2], [2, 0]]))],
+    ),
+    OpInfo(
+        "scatter_add",
+        lambda T, x, s, i: T.scatter_add(x, 1, i, s),
+        lambda x, s, i: _np_scatter(x, s, i, True),
+        [(F((3, 4)), F((3, 2)), I([[0, 0], [3, 2], [2, 2]]))],
+    ),
+    OpInfo(
+        "index_select",
+        lambda T, x, i: T.index_select(x, 0, i),
+        lambda x, i: x[i],
+        [(F((4, 3)), I([3, 0, 3]))],
+    ),
+    OpInfo(
+        "nonzero",
+        lambda T, x: T.nonzero(x > 0),
+        lambda x: np.stack(np.nonzero(x > 0), 1),
+        [(N((3, 4)),)],
+        grad=False,
+    ),
+    OpInfo(
+        "masked_select",
+        lambda T, x, m: T.masked_select(x, m),
+        lambda x, m: x[np.broadcast_to(m, x.shape)],
+        [(F((2, 3)), B([True, False, True]))],
+    ),
 ]
 
 
@@ -420,23 +663,41 @@ def _np_scatter(x, s, i, add):
 
 # -- linear algebra and softmax ------------------------------------------------------------------
 OP_DB += [
-    OpInfo("matmul", lambda T, a, b: a @ b, lambda a, b: a @ b,
-           [(F((3, 4)), F((4, 2))), (F((2, 3, 4)), F((4, 5))), (F((4,)), F((4, 2))),
-            (F((3, 4)), F((4,))), (F((3, 4), T=True), F((4, 2)))]),
+    OpInfo(
+        "matmul",
+        lambda T, a, b: a @ b,
+        lambda a, b: a @ b,
+        [
+            (F((3, 4)), F((4, 2))),
+            (F((2, 3, 4)), F((4, 5))),
+            (F((4,)), F((4, 2))),
+            (F((3, 4)), F((4,))),
+            (F((3, 4), T=True), F((4, 2))),
+        ],
+    ),
     OpInfo("mm", lambda T, a, b: T.mm(a, b), lambda a, b: a @ b, [(F((3, 4)), F((4, 2)))]),
     OpInfo("bmm", lambda T, a, b: T.bmm(a, b), lambda a, b: a @ b, [(F((2, 3, 4)), F((2, 4, 2)))]),
     OpInfo("dot", lambda T, a, b: T.dot(a, b), np.dot, [(F((5,)), F((5,)))]),
     OpInfo("mv", lambda T, a, b: T.mv(a, b), lambda a, b: a @ b, [(F((3, 4)), F((4,)))]),
     OpInfo("outer", lambda T, a, b: T.outer(a, b), np.outer, [(F((3,)), F((4,)))]),
-    OpInfo("einsum", lambda T, a, b: T.einsum("ij,jk->ik", a, b),
-           lambda a, b: a @ b, [(F((3, 4)), F((4, 2)))]),
-    OpInfo("einsum", lambda T, a, b: T.einsum("bij,bj->bi", a, b),
-           lambda a, b: np.einsum("bij,bj->bi", a, b), [(F((2, 3, 4)), F((2, 4)))]),
+    OpInfo(
+        "einsum",
+        lambda T, a, b: T.einsum("ij,jk->ik", a, b),
+        lambda a, b: a @ b,
+        [(F((3, 4)), F((4, 2)))],
+    ),
+    OpInfo(
+        "einsum",
+        lambda T, a, b: T.einsum("bij,bj->bi", a, b),
+        lambda a, b: np.einsum("bij,bj->bi", a, b),
+        [(F((2, 3, 4)), F((2, 4)))],
+    ),
     OpInfo("einsum", lambda T, a: T.einsum("ij->", a), lambda a: a.sum(), [(F((3, 4)),)]),
     OpInfo("softmax", lambda T, x: T.softmax(x, 1), lambda x: _np_softmax(x, 1), R3 + M),
     OpInfo("softmax", lambda T, x: x.softmax(-1), lambda x: _np_softmax(x, -1), R3),
-    OpInfo("log_softmax", lambda T, x: T.log_softmax(x, 1),
-           lambda x: np.log(_np_softmax(x, 1)), R3 + M),
+    OpInfo(
+        "log_softmax", lambda T, x: T.log_softmax(x, 1), lambda x: np.log(_np_softmax(x, 1)), R3 + M
+    ),
 ]
 
 

@@ -2,6 +2,7 @@
 PyTorch composes from other ops).  Same conventions as testing/op_db.py: ``fn(T, ...)``
 runs with T = nbgrad or torch, ``ref`` is a plain numpy reference (explicit loops for conv and
 pooling)."""
+
 import math
 
 import numpy as np
@@ -44,8 +45,12 @@ def np_conv(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
         g = o // Og
         for i in range(KH):
             for j in range(KW):
-                patch = xp[:, g * Cg:(g + 1) * Cg, i * dh:i * dh + sh * (OH - 1) + 1:sh,
-                           j * dw:j * dw + sw * (OW - 1) + 1:sw]
+                patch = xp[
+                    :,
+                    g * Cg : (g + 1) * Cg,
+                    i * dh : i * dh + sh * (OH - 1) + 1 : sh,
+                    j * dw : j * dw + sw * (OW - 1) + 1 : sw,
+                ]
                 out[:, o] += np.einsum("nchw,c->nhw", patch, w[o, :, i, j])
     if b is not None:
         out += b.reshape(1, -1, 1, 1)
@@ -173,13 +178,15 @@ def np_gelu(x):
 
 
 def np_gelu_tanh(x):
-    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
 
 
 def _fn(name):
     """fn(T, ...) calling T.nn.functional.<name>."""
+
     def call(T, *args, **kw):
         return getattr(T.nn.functional, name)(*args, **kw)
+
     return call
 
 
@@ -197,180 +204,392 @@ PROB = {"lo": 0.05, "hi": 0.95}
 OP_DB_NN = [
     # -- activations (pointwise registry ops) --
     OpInfo("gelu", lambda T, x: _F(T).gelu(x), np_gelu, [(F((3, 4)),), (F(()),)]),
-    OpInfo("gelu.tanh", lambda T, x: _F(T).gelu(x, approximate="tanh"), np_gelu_tanh,
-           [(F((3, 4)),)]),
+    OpInfo(
+        "gelu.tanh", lambda T, x: _F(T).gelu(x, approximate="tanh"), np_gelu_tanh, [(F((3, 4)),)]
+    ),
     OpInfo("silu", lambda T, x: _F(T).silu(x), lambda x: x / (1 + np.exp(-x)), [(F((3, 4)),)]),
-    OpInfo("softplus", lambda T, x: _F(T).softplus(x), lambda x: np.log1p(np.exp(x)),
-           [(F((3, 4)),)]),
-    OpInfo("softplus", lambda T, x: _F(T).softplus(x, beta=2.0, threshold=1.5),
-           lambda x: np.where(2 * x > 1.5, x, np.log1p(np.exp(2 * x)) / 2), [(F((4, 5)),)],
-           gradgrad=False),  # kink at the threshold
-    OpInfo("leaky_relu", lambda T, x: _F(T).leaky_relu(x, 0.1),
-           lambda x: np.where(x > 0, x, 0.1 * x), [(F((3, 4)),)], gradgrad=False),
-    OpInfo("nn.relu", lambda T, x: _F(T).relu(x), lambda x: np.maximum(x, 0), [(F((3, 4)),)],
-           gradgrad=False),
+    OpInfo(
+        "softplus", lambda T, x: _F(T).softplus(x), lambda x: np.log1p(np.exp(x)), [(F((3, 4)),)]
+    ),
+    OpInfo(
+        "softplus",
+        lambda T, x: _F(T).softplus(x, beta=2.0, threshold=1.5),
+        lambda x: np.where(2 * x > 1.5, x, np.log1p(np.exp(2 * x)) / 2),
+        [(F((4, 5)),)],
+        gradgrad=False,
+    ),  # kink at the threshold
+    OpInfo(
+        "leaky_relu",
+        lambda T, x: _F(T).leaky_relu(x, 0.1),
+        lambda x: np.where(x > 0, x, 0.1 * x),
+        [(F((3, 4)),)],
+        gradgrad=False,
+    ),
+    OpInfo(
+        "nn.relu",
+        lambda T, x: _F(T).relu(x),
+        lambda x: np.maximum(x, 0),
+        [(F((3, 4)),)],
+        gradgrad=False,
+    ),
     OpInfo("nn.tanh", lambda T, x: _F(T).tanh(x), np.tanh, [(F((3,)),)]),
-    OpInfo("nn.sigmoid", lambda T, x: _F(T).sigmoid(x), lambda x: 1 / (1 + np.exp(-x)),
-           [(F((3,)),)]),
-    OpInfo("nn.softmax", lambda T, x: _F(T).softmax(x, dim=1),
-           lambda x: np.exp(np_log_softmax(x, 1)), [(F((3, 4)),)]),
-    OpInfo("nn.log_softmax", lambda T, x: _F(T).log_softmax(x, dim=-1),
-           lambda x: np_log_softmax(x, -1), [(F((2, 3, 4)),)]),
-
+    OpInfo(
+        "nn.sigmoid", lambda T, x: _F(T).sigmoid(x), lambda x: 1 / (1 + np.exp(-x)), [(F((3,)),)]
+    ),
+    OpInfo(
+        "nn.softmax",
+        lambda T, x: _F(T).softmax(x, dim=1),
+        lambda x: np.exp(np_log_softmax(x, 1)),
+        [(F((3, 4)),)],
+    ),
+    OpInfo(
+        "nn.log_softmax",
+        lambda T, x: _F(T).log_softmax(x, dim=-1),
+        lambda x: np_log_softmax(x, -1),
+        [(F((2, 3, 4)),)],
+    ),
     # -- linear --
-    OpInfo("linear", lambda T, x, w, b: _F(T).linear(x, w, b), lambda x, w, b: x @ w.T + b,
-           [(F((3, 4)), F((5, 4)), F((5,))), (F((2, 3, 4)), F((2, 4)), F((2,))),
-            (F((4,)), F((2, 4)), F((2,)))]),
-    OpInfo("nn.linear_nobias", lambda T, x, w: _F(T).linear(x, w), lambda x, w: x @ w.T,
-           [(F((3, 4)), F((5, 4))), (F((2, 3, 4)), F((2, 4)))]),
-    OpInfo("nn.bilinear", lambda T, a, b, w, c: _F(T).bilinear(a, b, w, c),
-           lambda a, b, w, c: np.einsum("bi,oij,bj->bo", a, w, b) + c,
-           [(F((3, 4)), F((3, 2)), F((5, 4, 2)), F((5,)))]),
-    OpInfo("nn.bilinear", lambda T, a, b, w: _F(T).bilinear(a, b, w),
-           lambda a, b, w: np.einsum("...i,oij,...j->...o", a, w, b),
-           [(F((2, 3, 4)), F((2, 3, 2)), F((2, 4, 2)))]),
-
+    OpInfo(
+        "linear",
+        lambda T, x, w, b: _F(T).linear(x, w, b),
+        lambda x, w, b: x @ w.T + b,
+        [
+            (F((3, 4)), F((5, 4)), F((5,))),
+            (F((2, 3, 4)), F((2, 4)), F((2,))),
+            (F((4,)), F((2, 4)), F((2,))),
+        ],
+    ),
+    OpInfo(
+        "nn.linear_nobias",
+        lambda T, x, w: _F(T).linear(x, w),
+        lambda x, w: x @ w.T,
+        [(F((3, 4)), F((5, 4))), (F((2, 3, 4)), F((2, 4)))],
+    ),
+    OpInfo(
+        "nn.bilinear",
+        lambda T, a, b, w, c: _F(T).bilinear(a, b, w, c),
+        lambda a, b, w, c: np.einsum("bi,oij,bj->bo", a, w, b) + c,
+        [(F((3, 4)), F((3, 2)), F((5, 4, 2)), F((5,)))],
+    ),
+    OpInfo(
+        "nn.bilinear",
+        lambda T, a, b, w: _F(T).bilinear(a, b, w),
+        lambda a, b, w: np.einsum("...i,oij,...j->...o", a, w, b),
+        [(F((2, 3, 4)), F((2, 3, 2)), F((2, 4, 2)))],
+    ),
     # -- convolution --
-    OpInfo("conv2d", lambda T, x, w, b: _F(T).conv2d(x, w, b, padding=1),
-           lambda x, w, b: np_conv(x, w, b, padding=1),
-           [(F((1, 2, 4, 4)), F((3, 2, 3, 3)), F((3,))), (F(X4), F((4, 3, 3, 3)), F((4,)))]),
-    OpInfo("conv2d", lambda T, x, w: _F(T).conv2d(x, w, stride=2, dilation=(1, 2)),
-           lambda x, w: np_conv(x, w, stride=2, dilation=(1, 2)),
-           [(F((2, 2, 7, 8)), F((3, 2, 2, 3)))]),
-    OpInfo("conv2d", lambda T, x, w: _F(T).conv2d(x, w, padding=(0, 2), stride=(2, 1), groups=2),
-           lambda x, w: np_conv(x, w, padding=(0, 2), stride=(2, 1), groups=2),
-           [(F((1, 4, 5, 4)), F((6, 2, 2, 3)))]),
-    OpInfo("conv2d", lambda T, x, w: _F(T).conv2d(x, w, padding="same"),
-           lambda x, w: np_conv(x, w, padding="same"), [(F((1, 1, 4, 5)), F((2, 1, 2, 3)))]),
-    OpInfo("conv2d", lambda T, x, w: _F(T).conv2d(x, w), lambda x, w: np_conv(x[None], w)[0],
-           [(F((1, 4, 4)), F((2, 1, 3, 3)))]),  # unbatched
-    OpInfo("conv1d", lambda T, x, w, b: _F(T).conv1d(x, w, b, stride=2, padding=1, dilation=2),
-           lambda x, w, b: np_conv(x, w, b, stride=2, padding=1, dilation=2),
-           [(F((2, 3, 9)), F((4, 3, 3)), F((4,)))]),
-    OpInfo("conv1d", lambda T, x, w: _F(T).conv1d(x, w, padding="valid", groups=3),
-           lambda x, w: np_conv(x, w, groups=3), [(F((1, 3, 6)), F((3, 1, 2)))]),
-
+    OpInfo(
+        "conv2d",
+        lambda T, x, w, b: _F(T).conv2d(x, w, b, padding=1),
+        lambda x, w, b: np_conv(x, w, b, padding=1),
+        [(F((1, 2, 4, 4)), F((3, 2, 3, 3)), F((3,))), (F(X4), F((4, 3, 3, 3)), F((4,)))],
+    ),
+    OpInfo(
+        "conv2d",
+        lambda T, x, w: _F(T).conv2d(x, w, stride=2, dilation=(1, 2)),
+        lambda x, w: np_conv(x, w, stride=2, dilation=(1, 2)),
+        [(F((2, 2, 7, 8)), F((3, 2, 2, 3)))],
+    ),
+    OpInfo(
+        "conv2d",
+        lambda T, x, w: _F(T).conv2d(x, w, padding=(0, 2), stride=(2, 1), groups=2),
+        lambda x, w: np_conv(x, w, padding=(0, 2), stride=(2, 1), groups=2),
+        [(F((1, 4, 5, 4)), F((6, 2, 2, 3)))],
+    ),
+    OpInfo(
+        "conv2d",
+        lambda T, x, w: _F(T).conv2d(x, w, padding="same"),
+        lambda x, w: np_conv(x, w, padding="same"),
+        [(F((1, 1, 4, 5)), F((2, 1, 2, 3)))],
+    ),
+    OpInfo(
+        "conv2d",
+        lambda T, x, w: _F(T).conv2d(x, w),
+        lambda x, w: np_conv(x[None], w)[0],
+        [(F((1, 4, 4)), F((2, 1, 3, 3)))],
+    ),  # unbatched
+    OpInfo(
+        "conv1d",
+        lambda T, x, w, b: _F(T).conv1d(x, w, b, stride=2, padding=1, dilation=2),
+        lambda x, w, b: np_conv(x, w, b, stride=2, padding=1, dilation=2),
+        [(F((2, 3, 9)), F((4, 3, 3)), F((4,)))],
+    ),
+    OpInfo(
+        "conv1d",
+        lambda T, x, w: _F(T).conv1d(x, w, padding="valid", groups=3),
+        lambda x, w: np_conv(x, w, groups=3),
+        [(F((1, 3, 6)), F((3, 1, 2)))],
+    ),
     # -- pooling --
-    OpInfo("max_pool2d", lambda T, x: _F(T).max_pool2d(x, 2), lambda x: np_max_pool2d(x, 2),
-           [(F((1, 2, 4, 4)),), (F(X4),), (F((2, 5, 6)),)]),
-    OpInfo("max_pool2d", lambda T, x: _F(T).max_pool2d(x, 3, 2, 1, ceil_mode=True),
-           lambda x: np_max_pool2d(x, 3, 2, 1, ceil_mode=True), [(F((1, 2, 6, 7)),)]),
-    OpInfo("max_pool2d", lambda T, x: _F(T).max_pool2d(x, (2, 3), (1, 2), (1, 1), dilation=(2, 1)),
-           lambda x: np_max_pool2d(x, (2, 3), (1, 2), (1, 1), (2, 1)), [(F((1, 1, 5, 6)),)]),
-    OpInfo("max_pool2d", lambda T, x: _F(T).max_pool2d(x, (2, 3), 2, 1, return_indices=True),
-           lambda x: np_max_pool2d(x, (2, 3), 2, 1, return_indices=True), [(F((1, 2, 5, 5)),)]),
-    OpInfo("avg_pool2d", lambda T, x: _F(T).avg_pool2d(x, 2), lambda x: np_avg_pool2d(x, 2),
-           [(F((1, 2, 4, 4)),), (F(X4),), (F((2, 5, 6)),)]),
-    OpInfo("avg_pool2d", lambda T, x: _F(T).avg_pool2d(x, 3, 2, 1, ceil_mode=True),
-           lambda x: np_avg_pool2d(x, 3, 2, 1, ceil_mode=True), [(F((1, 2, 6, 7)),)]),
-    OpInfo("avg_pool2d", lambda T, x: _F(T).avg_pool2d(x, (2, 3), 2, (1, 1), True, False),
-           lambda x: np_avg_pool2d(x, (2, 3), 2, (1, 1), True, False), [(F((1, 2, 5, 6)),)]),
-    OpInfo("avg_pool2d", lambda T, x: _F(T).avg_pool2d(x, 2, 1, divisor_override=3),
-           lambda x: np_avg_pool2d(x, 2, 1, divisor=3), [(F((1, 1, 3, 4)),)]),
-
+    OpInfo(
+        "max_pool2d",
+        lambda T, x: _F(T).max_pool2d(x, 2),
+        lambda x: np_max_pool2d(x, 2),
+        [(F((1, 2, 4, 4)),), (F(X4),), (F((2, 5, 6)),)],
+    ),
+    OpInfo(
+        "max_pool2d",
+        lambda T, x: _F(T).max_pool2d(x, 3, 2, 1, ceil_mode=True),
+        lambda x: np_max_pool2d(x, 3, 2, 1, ceil_mode=True),
+        [(F((1, 2, 6, 7)),)],
+    ),
+    OpInfo(
+        "max_pool2d",
+        lambda T, x: _F(T).max_pool2d(x, (2, 3), (1, 2), (1, 1), dilation=(2, 1)),
+        lambda x: np_max_pool2d(x, (2, 3), (1, 2), (1, 1), (2, 1)),
+        [(F((1, 1, 5, 6)),)],
+    ),
+    OpInfo(
+        "max_pool2d",
+        lambda T, x: _F(T).max_pool2d(x, (2, 3), 2, 1, return_indices=True),
+        lambda x: np_max_pool2d(x, (2, 3), 2, 1, return_indices=True),
+        [(F((1, 2, 5, 5)),)],
+    ),
+    OpInfo(
+        "avg_pool2d",
+        lambda T, x: _F(T).avg_pool2d(x, 2),
+        lambda x: np_avg_pool2d(x, 2),
+        [(F((1, 2, 4, 4)),), (F(X4),), (F((2, 5, 6)),)],
+    ),
+    OpInfo(
+        "avg_pool2d",
+        lambda T, x: _F(T).avg_pool2d(x, 3, 2, 1, ceil_mode=True),
+        lambda x: np_avg_pool2d(x, 3, 2, 1, ceil_mode=True),
+        [(F((1, 2, 6, 7)),)],
+    ),
+    OpInfo(
+        "avg_pool2d",
+        lambda T, x: _F(T).avg_pool2d(x, (2, 3), 2, (1, 1), True, False),
+        lambda x: np_avg_pool2d(x, (2, 3), 2, (1, 1), True, False),
+        [(F((1, 2, 5, 6)),)],
+    ),
+    OpInfo(
+        "avg_pool2d",
+        lambda T, x: _F(T).avg_pool2d(x, 2, 1, divisor_override=3),
+        lambda x: np_avg_pool2d(x, 2, 1, divisor=3),
+        [(F((1, 1, 3, 4)),)],
+    ),
     # -- embedding --
-    OpInfo("embedding", lambda T, i, w: _F(T).embedding(i, w), lambda i, w: w[i],
-           [(I([[0, 2, 0], [4, 1, 2]]), F((5, 3)))]),
+    OpInfo(
+        "embedding",
+        lambda T, i, w: _F(T).embedding(i, w),
+        lambda i, w: w[i],
+        [(I([[0, 2, 0], [4, 1, 2]]), F((5, 3)))],
+    ),
     # padding_idx's row gets no gradient by design: zero it so finite differences agree
-    OpInfo("embedding", lambda T, i, w: _F(T).embedding(
-               i, w * T.tensor([[1.0], [0.0], [1.0], [1.0]], dtype=w.dtype), padding_idx=1),
-           lambda i, w: (w * np.array([[1.0], [0.0], [1.0], [1.0]]))[i],
-           [(I([0, 1, 3, 1]), F((4, 2)))]),
+    OpInfo(
+        "embedding",
+        lambda T, i, w: _F(T).embedding(
+            i, w * T.tensor([[1.0], [0.0], [1.0], [1.0]], dtype=w.dtype), padding_idx=1
+        ),
+        lambda i, w: (w * np.array([[1.0], [0.0], [1.0], [1.0]]))[i],
+        [(I([0, 1, 3, 1]), F((4, 2)))],
+    ),
     # scale_grad_by_freq is not the derivative by design: values only here (grads vs torch in
     # tests/test_nn_functional.py)
-    OpInfo("embedding", lambda T, i, w: _F(T).embedding(i, w, scale_grad_by_freq=True),
-           lambda i, w: w[i], [(I([0, 2, 2, 2, 1]), F((3, 2)))], grad=False),
-
+    OpInfo(
+        "embedding",
+        lambda T, i, w: _F(T).embedding(i, w, scale_grad_by_freq=True),
+        lambda i, w: w[i],
+        [(I([0, 2, 2, 2, 1]), F((3, 2)))],
+        grad=False,
+    ),
     # -- normalisation --
-    OpInfo("layer_norm", lambda T, x, w, b: _F(T).layer_norm(x, (4,), w, b),
-           lambda x, w, b: np_layer_norm(x, 1, w, b), [(F((3, 4)), F((4,)), F((4,)))]),
-    OpInfo("layer_norm", lambda T, x: _F(T).layer_norm(x, (3, 4), eps=1e-3),
-           lambda x: np_layer_norm(x, 2, eps=1e-3), [(F((2, 3, 4)),)]),
-    OpInfo("batch_norm", lambda T, x, w, b: _F(T).batch_norm(
-               x, T.zeros(3, dtype=x.dtype), T.ones(3, dtype=x.dtype), w, b, training=True),
-           lambda x, w, b: np_batch_norm(x, w, b), [(F((4, 3)), F((3,)), F((3,))),
-                                                     (F((2, 3, 2, 2)), F((3,)), F((3,)))]),
-    OpInfo("batch_norm", lambda T, x: _F(T).batch_norm(x, None, None, training=True, eps=1e-3),
-           lambda x: np_batch_norm(x, eps=1e-3), [(F((2, 3, 4)),)]),
-    OpInfo("batch_norm", lambda T, x, w, rm, rv: _F(T).batch_norm(x, rm, rv, w, None),
-           lambda x, w, rm, rv: np_batch_norm(x, w, None, rm, rv),
-           [(F((2, 3, 4)), F((3,)), N((3,)), N((3,), 0.5, 2.0))]),
-
+    OpInfo(
+        "layer_norm",
+        lambda T, x, w, b: _F(T).layer_norm(x, (4,), w, b),
+        lambda x, w, b: np_layer_norm(x, 1, w, b),
+        [(F((3, 4)), F((4,)), F((4,)))],
+    ),
+    OpInfo(
+        "layer_norm",
+        lambda T, x: _F(T).layer_norm(x, (3, 4), eps=1e-3),
+        lambda x: np_layer_norm(x, 2, eps=1e-3),
+        [(F((2, 3, 4)),)],
+    ),
+    OpInfo(
+        "batch_norm",
+        lambda T, x, w, b: _F(T).batch_norm(
+            x, T.zeros(3, dtype=x.dtype), T.ones(3, dtype=x.dtype), w, b, training=True
+        ),
+        lambda x, w, b: np_batch_norm(x, w, b),
+        [(F((4, 3)), F((3,)), F((3,))), (F((2, 3, 2, 2)), F((3,)), F((3,)))],
+    ),
+    OpInfo(
+        "batch_norm",
+        lambda T, x: _F(T).batch_norm(x, None, None, training=True, eps=1e-3),
+        lambda x: np_batch_norm(x, eps=1e-3),
+        [(F((2, 3, 4)),)],
+    ),
+    OpInfo(
+        "batch_norm",
+        lambda T, x, w, rm, rv: _F(T).batch_norm(x, rm, rv, w, None),
+        lambda x, w, rm, rv: np_batch_norm(x, w, None, rm, rv),
+        [(F((2, 3, 4)), F((3,)), N((3,)), N((3,), 0.5, 2.0))],
+    ),
     # -- losses --
-    OpInfo("mse_loss", lambda T, x, t: _F(T).mse_loss(x, t), lambda x, t: ((x - t) ** 2).mean(),
-           [(F((3, 4)), F((3, 4))), (F(()), F(()))]),
-    OpInfo("mse_loss", lambda T, x, t: _F(T).mse_loss(x, t, reduction="none"),
-           lambda x, t: (x - t) ** 2, [(F((3, 4)), F((3, 4)))]),
-    OpInfo("mse_loss", lambda T, x, t: _F(T).mse_loss(x, t, reduction="sum"),
-           lambda x, t: ((x - t) ** 2).sum(), [(F((3, 4)), N((3, 4)))]),
-    OpInfo("nn.l1_loss", lambda T, x, t: _F(T).l1_loss(x, t), lambda x, t: np.abs(x - t).mean(),
-           [(F((3, 4)), N((3, 4)))], gradgrad=False),
-    OpInfo("cross_entropy", lambda T, x, t: _F(T).cross_entropy(x, t),
-           lambda x, t: np_nll(np_log_softmax(x), t),
-           [(F((3, 4)), I([0, 3, 1])), (F((4,)), I(2))]),
-    OpInfo("cross_entropy", lambda T, x, t, w: _F(T).cross_entropy(
-               x, t, w, ignore_index=1, reduction="sum"),
-           lambda x, t, w: np_nll(np_log_softmax(x), t, w, 1, "sum"),
-           [(F((4, 3)), I([0, 1, 2, 2]), N((3,), 0.5, 2.0))]),
-    OpInfo("cross_entropy", lambda T, x, t: _F(T).cross_entropy(x, t, reduction="none"),
-           lambda x, t: np_nll(np_log_softmax(x), t, reduction="none"),
-           [(F((2, 3, 4)), I([[0, 1, 2, 2], [1, 1, 0, 2]])),
-            (F((2, 3, 2, 2)), I([[[0, 1], [2, 2]], [[1, 1], [0, 2]]]))]),
-    OpInfo("cross_entropy", lambda T, x, t, w: _F(T).cross_entropy(x, t, w, label_smoothing=0.2,
-                                                                    ignore_index=0),
-           lambda x, t, w: np_nll(np_log_softmax(x), t, w, 0, smoothing=0.2),
-           [(F((4, 3)), I([0, 1, 2, 2]), N((3,), 0.5, 2.0))]),
-    OpInfo("nn.cross_entropy_probs", lambda T, x, t: _F(T).cross_entropy(x, t.softmax(1)),
-           lambda x, t: -(np_log_softmax(x, 1) * np.exp(np_log_softmax(t, 1))).sum() / 3,
-           [(F((3, 4)), F((3, 4)))]),
-    OpInfo("nn.cross_entropy_probs", lambda T, x, t: _F(T).cross_entropy(
-               x, t, label_smoothing=0.1, reduction="none"),
-           lambda x, t: -(np_log_softmax(x, 1) * (t * 0.9 + 0.1 / 4)).sum(1),
-           [(F((3, 4)), N((3, 4), 0.0, 1.0))]),
-    OpInfo("nll_loss", lambda T, x, t: _F(T).nll_loss(x, t), lambda x, t: np_nll(x, t),
-           [(F((3, 4)), I([0, 3, 1])), (F((2, 3, 2, 2)), I([[[0, 1], [2, 2]], [[1, 1], [0, 2]]]))]),
-    OpInfo("nll_loss", lambda T, x, t, w: _F(T).nll_loss(x, t, w, reduction="none",
-                                                         ignore_index=2),
-           lambda x, t, w: np_nll(x, t, w, 2, "none"),
-           [(F((4, 3)), I([0, 1, 2, 2]), N((3,), 0.5, 2.0)),
-            (F((2, 3, 4)), I([[0, 1, 2, 2], [1, 1, 0, 2]]), N((3,), 0.5, 2.0))]),
-    OpInfo("binary_cross_entropy", lambda T, x, t: _F(T).binary_cross_entropy(x, t), np_bce,
-           [(F((3, 4), **PROB), F((3, 4), **PROB))]),
-    OpInfo("binary_cross_entropy", lambda T, x, t, w: _F(T).binary_cross_entropy(
-               x, t, w, reduction="none"),
-           lambda x, t, w: np_bce(x, t, w, "none"), [(F((3, 4), **PROB), N((3, 4), 0, 1),
-                                                      N((4,), 0.5, 2.0))]),
-    OpInfo("binary_cross_entropy_with_logits", lambda T, x, t: _F(
-               T).binary_cross_entropy_with_logits(x, t), np_bcel,
-           [(F((3, 4)), F((3, 4), **PROB))]),
-    OpInfo("binary_cross_entropy_with_logits", lambda T, x, t, w, pw: _F(
-               T).binary_cross_entropy_with_logits(x, t, w, reduction="sum", pos_weight=pw),
-           lambda x, t, w, pw: np_bcel(x, t, w, pw, "sum"),
-           [(F((3, 4)), F((3, 4), **PROB), N((3, 1), 0.5, 2.0), N((4,), 0.5, 2.0))]),
-
+    OpInfo(
+        "mse_loss",
+        lambda T, x, t: _F(T).mse_loss(x, t),
+        lambda x, t: ((x - t) ** 2).mean(),
+        [(F((3, 4)), F((3, 4))), (F(()), F(()))],
+    ),
+    OpInfo(
+        "mse_loss",
+        lambda T, x, t: _F(T).mse_loss(x, t, reduction="none"),
+        lambda x, t: (x - t) ** 2,
+        [(F((3, 4)), F((3, 4)))],
+    ),
+    OpInfo(
+        "mse_loss",
+        lambda T, x, t: _F(T).mse_loss(x, t, reduction="sum"),
+        lambda x, t: ((x - t) ** 2).sum(),
+        [(F((3, 4)), N((3, 4)))],
+    ),
+    OpInfo(
+        "nn.l1_loss",
+        lambda T, x, t: _F(T).l1_loss(x, t),
+        lambda x, t: np.abs(x - t).mean(),
+        [(F((3, 4)), N((3, 4)))],
+        gradgrad=False,
+    ),
+    OpInfo(
+        "cross_entropy",
+        lambda T, x, t: _F(T).cross_entropy(x, t),
+        lambda x, t: np_nll(np_log_softmax(x), t),
+        [(F((3, 4)), I([0, 3, 1])), (F((4,)), I(2))],
+    ),
+    OpInfo(
+        "cross_entropy",
+        lambda T, x, t, w: _F(T).cross_entropy(x, t, w, ignore_index=1, reduction="sum"),
+        lambda x, t, w: np_nll(np_log_softmax(x), t, w, 1, "sum"),
+        [(F((4, 3)), I([0, 1, 2, 2]), N((3,), 0.5, 2.0))],
+    ),
+    OpInfo(
+        "cross_entropy",
+        lambda T, x, t: _F(T).cross_entropy(x, t, reduction="none"),
+        lambda x, t: np_nll(np_log_softmax(x), t, reduction="none"),
+        [
+            (F((2, 3, 4)), I([[0, 1, 2, 2], [1, 1, 0, 2]])),
+            (F((2, 3, 2, 2)), I([[[0, 1], [2, 2]], [[1, 1], [0, 2]]])),
+        ],
+    ),
+    OpInfo(
+        "cross_entropy",
+        lambda T, x, t, w: _F(T).cross_entropy(x, t, w, label_smoothing=0.2, ignore_index=0),
+        lambda x, t, w: np_nll(np_log_softmax(x), t, w, 0, smoothing=0.2),
+        [(F((4, 3)), I([0, 1, 2, 2]), N((3,), 0.5, 2.0))],
+    ),
+    OpInfo(
+        "nn.cross_entropy_probs",
+        lambda T, x, t: _F(T).cross_entropy(x, t.softmax(1)),
+        lambda x, t: -(np_log_softmax(x, 1) * np.exp(np_log_softmax(t, 1))).sum() / 3,
+        [(F((3, 4)), F((3, 4)))],
+    ),
+    OpInfo(
+        "nn.cross_entropy_probs",
+        lambda T, x, t: _F(T).cross_entropy(x, t, label_smoothing=0.1, reduction="none"),
+        lambda x, t: -(np_log_softmax(x, 1) * (t * 0.9 + 0.1 / 4)).sum(1),
+        [(F((3, 4)), N((3, 4), 0.0, 1.0))],
+    ),
+    OpInfo(
+        "nll_loss",
+        lambda T, x, t: _F(T).nll_loss(x, t),
+        lambda x, t: np_nll(x, t),
+        [(F((3, 4)), I([0, 3, 1])), (F((2, 3, 2, 2)), I([[[0, 1], [2, 2]], [[1, 1], [0, 2]]]))],
+    ),
+    OpInfo(
+        "nll_loss",
+        lambda T, x, t, w: _F(T).nll_loss(x, t, w, reduction="none", ignore_index=2),
+        lambda x, t, w: np_nll(x, t, w, 2, "none"),
+        [
+            (F((4, 3)), I([0, 1, 2, 2]), N((3,), 0.5, 2.0)),
+            (F((2, 3, 4)), I([[0, 1, 2, 2], [1, 1, 0, 2]]), N((3,), 0.5, 2.0)),
+        ],
+    ),
+    OpInfo(
+        "binary_cross_entropy",
+        lambda T, x, t: _F(T).binary_cross_entropy(x, t),
+        np_bce,
+        [(F((3, 4), **PROB), F((3, 4), **PROB))],
+    ),
+    OpInfo(
+        "binary_cross_entropy",
+        lambda T, x, t, w: _F(T).binary_cross_entropy(x, t, w, reduction="none"),
+        lambda x, t, w: np_bce(x, t, w, "none"),
+        [(F((3, 4), **PROB), N((3, 4), 0, 1), N((4,), 0.5, 2.0))],
+    ),
+    OpInfo(
+        "binary_cross_entropy_with_logits",
+        lambda T, x, t: _F(T).binary_cross_entropy_with_logits(x, t),
+        np_bcel,
+        [(F((3, 4)), F((3, 4), **PROB))],
+    ),
+    OpInfo(
+        "binary_cross_entropy_with_logits",
+        lambda T, x, t, w, pw: _F(T).binary_cross_entropy_with_logits(
+            x, t, w, reduction="sum", pos_weight=pw
+        ),
+        lambda x, t, w, pw: np_bcel(x, t, w, pw, "sum"),
+        [(F((3, 4)), F((3, 4), **PROB), N((3, 1), 0.5, 2.0), N((4,), 0.5, 2.0))],
+    ),
     # -- one_hot, pad, normalize --
-    OpInfo("nn.one_hot", lambda T, i: _F(T).one_hot(i, 5), lambda i: np.eye(5, dtype=np.int64)[i],
-           [(I([[0, 4], [2, 2]]),)], grad=False),
-    OpInfo("pad", lambda T, x: _F(T).pad(x, (1, 2)), lambda x: np.pad(x, ((0, 0), (1, 2))),
-           [(F((3, 4)),)]),
-    OpInfo("pad", lambda T, x: _F(T).pad(x, (1, -1, -1, 2), value=1.5),
-           lambda x: np.pad(x[:, 1:, :-1], ((0, 0), (0, 2), (1, 0)), constant_values=1.5),
-           [(F((2, 3, 4)),)]),
-    OpInfo("pad.reflect", lambda T, x: _F(T).pad(x, (2, 1, 1, 2), mode="reflect"),
-           lambda x: np.pad(x, ((0, 0), (1, 2), (2, 1)), mode="reflect"), [(F((2, 3, 4)),)]),
-    OpInfo("pad.reflect", lambda T, x: _F(T).pad(x, (1, 2), mode="reflect"),
-           lambda x: np.pad(x, ((0, 0), (0, 0), (1, 2)), mode="reflect"), [(F((1, 2, 4)),)]),
-    OpInfo("pad.replicate", lambda T, x: _F(T).pad(x, (2, 1, 0, 3), mode="replicate"),
-           lambda x: np.pad(x, ((0, 0), (0, 0), (0, 3), (2, 1)), mode="edge"),
-           [(F((1, 2, 3, 3)),)]),
-    OpInfo("pad.circular", lambda T, x: _F(T).pad(x, (2, 1), mode="circular"),
-           lambda x: np.pad(x, ((0, 0), (0, 0), (2, 1)), mode="wrap"), [(F((1, 2, 4)),)]),
-    OpInfo("nn.normalize", lambda T, x: _F(T).normalize(x),
-           lambda x: x / np.maximum(np.sqrt((x * x).sum(1, keepdims=True)), 1e-12),
-           [(F((3, 4)),)]),
-    OpInfo("nn.normalize", lambda T, x: _F(T).normalize(x, p=1, dim=0),
-           lambda x: x / np.maximum(np.abs(x).sum(0, keepdims=True), 1e-12), [(F((3, 4)),)],
-           gradgrad=False),
+    OpInfo(
+        "nn.one_hot",
+        lambda T, i: _F(T).one_hot(i, 5),
+        lambda i: np.eye(5, dtype=np.int64)[i],
+        [(I([[0, 4], [2, 2]]),)],
+        grad=False,
+    ),
+    OpInfo(
+        "pad",
+        lambda T, x: _F(T).pad(x, (1, 2)),
+        lambda x: np.pad(x, ((0, 0), (1, 2))),
+        [(F((3, 4)),)],
+    ),
+    OpInfo(
+        "pad",
+        lambda T, x: _F(T).pad(x, (1, -1, -1, 2), value=1.5),
+        lambda x: np.pad(x[:, 1:, :-1], ((0, 0), (0, 2), (1, 0)), constant_values=1.5),
+        [(F((2, 3, 4)),)],
+    ),
+    OpInfo(
+        "pad.reflect",
+        lambda T, x: _F(T).pad(x, (2, 1, 1, 2), mode="reflect"),
+        lambda x: np.pad(x, ((0, 0), (1, 2), (2, 1)), mode="reflect"),
+        [(F((2, 3, 4)),)],
+    ),
+    OpInfo(
+        "pad.reflect",
+        lambda T, x: _F(T).pad(x, (1, 2), mode="reflect"),
+        lambda x: np.pad(x, ((0, 0), (0, 0), (1, 2)), mode="reflect"),
+        [(F((1, 2, 4)),)],
+    ),
+    OpInfo(
+        "pad.replicate",
+        lambda T, x: _F(T).pad(x, (2, 1, 0, 3), mode="replicate"),
+        lambda x: np.pad(x, ((0, 0), (0, 0), (0, 3), (2, 1)), mode="edge"),
+        [(F((1, 2, 3, 3)),)],
+    ),
+    OpInfo(
+        "pad.circular",
+        lambda T, x: _F(T).pad(x, (2, 1), mode="circular"),
+        lambda x: np.pad(x, ((0, 0), (0, 0), (2, 1)), mode="wrap"),
+        [(F((1, 2, 4)),)],
+    ),
+    OpInfo(
+        "nn.normalize",
+        lambda T, x: _F(T).normalize(x),
+        lambda x: x / np.maximum(np.sqrt((x * x).sum(1, keepdims=True)), 1e-12),
+        [(F((3, 4)),)],
+    ),
+    OpInfo(
+        "nn.normalize",
+        lambda T, x: _F(T).normalize(x, p=1, dim=0),
+        lambda x: x / np.maximum(np.abs(x).sum(0, keepdims=True), 1e-12),
+        [(F((3, 4)),)],
+        gradgrad=False,
+    ),
 ]
 
 

@@ -1,5 +1,6 @@
 """``nbgrad.utils``: ``hooks`` is a leaf that nbgrad._tensor imports, so importing it must not
 import ``checkpoint`` and ``data``, which sit above autograd: they load on first use."""
+
 import importlib
 
 from . import hooks  # noqa: F401

@@ -18,6 +18,7 @@ Two variants, chosen by ``use_reentrant`` exactly as in PyTorch (see docs/checkp
 Both restore the RNG state of the forward pass before recomputing (``preserve_rng_state``),
 so dropout masks are the same in the recomputation, and leave the caller's RNG state as it was.
 """
+
 import copy
 import sys
 import warnings
@@ -30,8 +31,13 @@ from ..autograd import backward, engine
 from ..autograd.function import Function
 from ..autograd.graph import saved_tensors_hooks
 
-__all__ = ["checkpoint", "checkpoint_sequential", "detach_variable",
-           "check_backward_validity", "CheckpointError"]
+__all__ = [
+    "checkpoint",
+    "checkpoint_sequential",
+    "detach_variable",
+    "check_backward_validity",
+    "CheckpointError",
+]
 
 
 class CheckpointError(RuntimeError):
@@ -41,6 +47,7 @@ class CheckpointError(RuntimeError):
 # ------------------------------------------------------------------------------------------
 # helpers
 
+
 def _is_tensor(x):
     return isinstance(x, Tensor)
 
@@ -48,8 +55,10 @@ def _is_tensor(x):
 def detach_variable(inputs):
     """Detach every tensor in the tuple ``inputs``, keeping its ``requires_grad``."""
     if not isinstance(inputs, tuple):
-        raise RuntimeError("Only tuple of tensors is supported. Got Unsupported input type: %s"
-                           % type(inputs).__name__)
+        raise RuntimeError(
+            "Only tuple of tensors is supported. Got Unsupported input type: %s"
+            % type(inputs).__name__
+        )
     out = []
     for inp in inputs:
         if not _is_tensor(inp):
@@ -63,8 +72,9 @@ def detach_variable(inputs):
 
 def check_backward_validity(inputs):
     if not any(_is_tensor(inp) and inp.requires_grad for inp in inputs):
-        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
-                      stacklevel=3)
+        warnings.warn(
+            "None of the inputs have requires_grad=True. Gradients will be None", stacklevel=3
+        )
 
 
 def get_rng_state():
@@ -109,6 +119,7 @@ def _inside_partial_backward():
 # ------------------------------------------------------------------------------------------
 # reentrant variant
 
+
 class CheckpointFunction(Function):
     """Forward under no_grad saving only the inputs; backward recomputes and backpropagates."""
 
@@ -142,7 +153,8 @@ class CheckpointFunction(Function):
                 "When use_reentrant=True, torch.utils.checkpoint is incompatible with "
                 ".grad() or passing an `inputs` parameter to .backward(). To resolve this "
                 "error, you can either set use_reentrant=False, or call .backward() without "
-                "passing the `inputs` argument.")
+                "passing the `inputs` argument."
+            )
         inputs = list(ctx.inputs)
         tensors = ctx.saved_tensors
         for i, idx in enumerate(ctx.tensor_indices):
@@ -161,8 +173,9 @@ class CheckpointFunction(Function):
                 outputs_with_grad.append(outputs[i])
                 args_with_grad.append(args[i])
         if len(outputs_with_grad) == 0:
-            raise RuntimeError("none of output has requires_grad=True, this checkpoint() is "
-                               "not necessary")
+            raise RuntimeError(
+                "none of output has requires_grad=True, this checkpoint() is not necessary"
+            )
         backward(outputs_with_grad, args_with_grad)
         grads = tuple(inp._grad if _is_tensor(inp) else None for inp in detached_inputs)
         return (None, None) + grads
@@ -170,6 +183,7 @@ class CheckpointFunction(Function):
 
 # ------------------------------------------------------------------------------------------
 # non-reentrant variant
+
 
 class _Holder:
     """What the graph keeps instead of a saved activation: filled in by the recomputation."""
@@ -190,8 +204,8 @@ class _Frame:
         self.kwargs = kwargs
         self.preserve = preserve_rng_state
         self.rng_state = get_rng_state() if preserve_rng_state else None
-        self.holders = []      # weakrefs, in pack order
-        self.metadata = []     # (shape, dtype) per packed tensor, for the determinism check
+        self.holders = []  # weakrefs, in pack order
+        self.metadata = []  # (shape, dtype) per packed tensor, for the determinism check
 
     def pack(self, t):
         h = _Holder()
@@ -205,7 +219,8 @@ class _Frame:
         if h.value is None:
             raise CheckpointError(
                 "torch.utils.checkpoint: the recomputation did not produce a value for a tensor "
-                "saved during the original forward")
+                "saved during the original forward"
+            )
         return h.value
 
     def recompute(self):
@@ -225,8 +240,9 @@ class _Frame:
             return None
 
         def runpack(_):  # the recomputed graph is never backpropagated through
-            raise CheckpointError("torch.utils.checkpoint: the recomputation graph cannot be "
-                                  "backpropagated through")
+            raise CheckpointError(
+                "torch.utils.checkpoint: the recomputation graph cannot be backpropagated through"
+            )
 
         args = detach_variable(tuple(self.args))
         with _ForkRng(self.preserve):
@@ -239,19 +255,21 @@ class _Frame:
                 "torch.utils.checkpoint: A different number of tensors was saved during the "
                 "original forward and recomputation.\nNumber of tensors saved during forward: "
                 "%d\nNumber of tensors saved during recomputation: %d"
-                % (len(self.holders), count[0]))
+                % (len(self.holders), count[0])
+            )
         if mismatched:
-            lines = "\n".join("tensor at position %d:\nsaved metadata: shape=%s dtype=%s\n"
-                              "recomputed metadata: shape=%s dtype=%s"
-                              % (i, list(a[0]), a[1], list(b[0]), b[1])
-                              for i, a, b in mismatched)
+            lines = "\n".join(
+                "tensor at position %d:\nsaved metadata: shape=%s dtype=%s\n"
+                "recomputed metadata: shape=%s dtype=%s" % (i, list(a[0]), a[1], list(b[0]), b[1])
+                for i, a, b in mismatched
+            )
             raise CheckpointError(
                 "torch.utils.checkpoint: Recomputed values for the following tensors have "
-                "different metadata than during the forward pass.\n" + lines)
+                "different metadata than during the forward pass.\n" + lines
+            )
 
 
-def _checkpoint_without_reentrant(function, preserve_rng_state, determinism_check, *args,
-                                  **kwargs):
+def _checkpoint_without_reentrant(function, preserve_rng_state, determinism_check, *args, **kwargs):
     if not grad_mode.is_grad_enabled():
         return function(*args, **kwargs)
     frame = _Frame(function, args, kwargs, preserve_rng_state, determinism_check == "default")
@@ -267,11 +285,19 @@ _NO_REENTRANT_WARNING = (
     "in PyTorch 2.9, calling checkpoint without use_reentrant will raise an exception. "
     "use_reentrant=False is recommended, but if you need to preserve the current default "
     "behavior, you can pass use_reentrant=True. Refer to docs for more details on the "
-    "differences between the two variants.")
+    "differences between the two variants."
+)
 
 
-def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism_check="default",
-               debug=False, **kwargs):
+def checkpoint(
+    function,
+    *args,
+    use_reentrant=None,
+    context_fn=None,
+    determinism_check="default",
+    debug=False,
+    **kwargs,
+):
     """Run ``function(*args, **kwargs)`` without keeping its intermediate activations; they are
     recomputed during backward.  Values and gradients are the same as without checkpointing.
 
@@ -286,14 +312,16 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
         raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
     if use_reentrant:
         if context_fn is not None or debug is not False:
-            raise ValueError("Passing `context_fn` or `debug` is only supported when "
-                             "use_reentrant=False.")
+            raise ValueError(
+                "Passing `context_fn` or `debug` is only supported when use_reentrant=False."
+            )
         return CheckpointFunction.apply(function, preserve, *args)
     if context_fn is not None:
         raise NotImplementedError("nbgrad's checkpoint does not support context_fn")
     if determinism_check not in ("default", "none"):
-        raise ValueError("determinism_check should be one of ['default', 'none'], but got %s"
-                         % determinism_check)
+        raise ValueError(
+            "determinism_check should be one of ['default', 'none'], but got %s" % determinism_check
+        )
     return _checkpoint_without_reentrant(function, preserve, determinism_check, *args, **kwargs)
 
 
@@ -306,7 +334,9 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
             "be passed explicitly. In version 2.9 we will raise an exception if use_reentrant "
             "is not passed. use_reentrant=False is recommended, but if you need to preserve "
             "the current default behavior, you can pass use_reentrant=True. Refer to docs for "
-            "more details on the differences between the two variants.", stacklevel=2)
+            "more details on the differences between the two variants.",
+            stacklevel=2,
+        )
         use_reentrant = True
     preserve = kwargs.pop("preserve_rng_state", True)
     if kwargs:
@@ -317,6 +347,7 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
             for j in range(start, end + 1):
                 input = functions[j](input)
             return input
+
         return forward
 
     if hasattr(functions, "children") and callable(functions.children):
@@ -327,6 +358,10 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
     end = -1
     for start in range(0, segment_size * (segments - 1), segment_size):
         end = start + segment_size - 1
-        input = checkpoint(run_function(start, end, functions), input,
-                           use_reentrant=use_reentrant, preserve_rng_state=preserve)
+        input = checkpoint(
+            run_function(start, end, functions),
+            input,
+            use_reentrant=use_reentrant,
+            preserve_rng_state=preserve,
+        )
     return run_function(end + 1, len(functions) - 1, functions)(input)

@@ -4,6 +4,7 @@ registration site inserts).  A leaf module: nbgrad._tensor imports it.
 Hook registries are ``dict``s keyed by handle id (insertion ordered), so ``prepend=True`` is a
 rebuild with the new id first and removal is a ``pop``.
 """
+
 import itertools
 import weakref
 
@@ -18,8 +19,11 @@ class RemovableHandle:
 
     def __init__(self, hooks_dict, *, extra_dict=None):
         self.id = next(RemovableHandle._ids)
-        dicts = [hooks_dict] + (list(extra_dict) if isinstance(extra_dict, (list, tuple))
-                                else ([extra_dict] if extra_dict is not None else []))
+        dicts = [hooks_dict] + (
+            list(extra_dict)
+            if isinstance(extra_dict, (list, tuple))
+            else ([extra_dict] if extra_dict is not None else [])
+        )
         self._refs = tuple(_ref(d) for d in dicts)
 
     def remove(self):
@@ -54,6 +58,7 @@ def _ref(d):
 
 class HookDict(dict):
     """A dict that can be weakly referenced (so a handle never keeps a graph alive)."""
+
     __slots__ = ("__weakref__",)
 
 

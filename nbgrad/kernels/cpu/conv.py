@@ -4,6 +4,7 @@ The GEMMs around them go through numpy/BLAS (NUMBA-NOTES section 4.2).  Padding 
 top/left amounts only: the bottom/right padding is implied by the output size, so asymmetric
 ('same' with an even kernel) padding needs no copy.  Out-of-range taps read as zero.
 """
+
 from numba import njit
 
 from .. import JIT
@@ -30,7 +31,7 @@ def im2col_cpu(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
     """cols[(c*kh + i)*kw + j, n*oh*ow + y*ow + z] = x[n, c, y*sh - ph + i*dh, z*sw - pw + j*dw].
 
     Image n owns columns [n*oh*ow, (n+1)*oh*ow); ops/nn code runs its GEMMs on strided
-    per-image views of this one buffer (NOTE [conv GEMMs] in nn/functional.py)."""
+    per-image views of this one buffer (NOTE [conv GEMMs] in ops/nn/conv.py)."""
     N, C, H, W = x.shape
     L = oh * ow
     for n in range(N):
@@ -38,11 +39,11 @@ def im2col_cpu(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
             for i in range(kh):
                 ylo, yhi = _span(oh, sh, i * dh - ph, H)
                 for j in range(kw):
-                    row = cols[(c * kh + i) * kw + j, n * L:(n + 1) * L]
+                    row = cols[(c * kh + i) * kw + j, n * L : (n + 1) * L]
                     off = j * dw - pw
                     zlo, zhi = _span(ow, sw, off, W)
                     for y in range(oh):
-                        dst = row[y * ow:(y + 1) * ow]
+                        dst = row[y * ow : (y + 1) * ow]
                         if y < ylo or y >= yhi:
                             for z in range(ow):
                                 dst[z] = 0
@@ -51,7 +52,7 @@ def im2col_cpu(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
                         for z in range(zlo):
                             dst[z] = 0
                         if sw == 1:
-                            s = src[zlo + off:zhi + off]
+                            s = src[zlo + off : zhi + off]
                             d = dst[zlo:zhi]
                             for z in range(zhi - zlo):
                                 d[z] = s[z]
@@ -73,14 +74,14 @@ def col2im_cpu(cols, x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
             for i in range(kh):
                 ylo, yhi = _span(oh, sh, i * dh - ph, H)
                 for j in range(kw):
-                    row = cols[(c * kh + i) * kw + j, n * L:(n + 1) * L]
+                    row = cols[(c * kh + i) * kw + j, n * L : (n + 1) * L]
                     off = j * dw - pw
                     zlo, zhi = _span(ow, sw, off, W)
                     for y in range(ylo, yhi):
-                        src = row[y * ow:(y + 1) * ow]
+                        src = row[y * ow : (y + 1) * ow]
                         dst = x[n, c, y * sh - ph + i * dh]
                         if sw == 1:
-                            d = dst[zlo + off:zhi + off]
+                            d = dst[zlo + off : zhi + off]
                             s = src[zlo:zhi]
                             for z in range(zhi - zlo):
                                 d[z] += s[z]

@@ -1,4 +1,5 @@
 """Indexing kernels: bounds checks (run before anything touches memory) and scatter-add."""
+
 import numpy as np
 from numba import njit
 
@@ -35,8 +36,9 @@ def check_index(idx, n, dim, size_word="size"):
             idx = idx.astype(np.int64)
         bad = check_bounds_cpu(idx, n)
         if bad != n:
-            raise IndexError("index %d is out of bounds for dimension %d with size %d"
-                             % (bad, dim, n))
+            raise IndexError(
+                "index %d is out of bounds for dimension %d with size %d" % (bad, dim, n)
+            )
 
 
 def scatter_add(shape, dtype, lin, src):

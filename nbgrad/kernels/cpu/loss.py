@@ -8,6 +8,7 @@
 * ``mse_*``: squared error over 1-D buffers.
 Forward kernels return the float64 sum of the per-element losses they write.
 """
+
 import numpy as np
 from numba import njit
 
@@ -83,7 +84,7 @@ def nll_bwd_cpu(x, t, w, ignore_index, smoothing, fused, lse, gs, gx):
                         m = v
                 if m == -np.inf:
                     m = buf[0] * 0
-                buf[0] = lse[o, i] - m           # log(sum exp(x - m)): small, exact enough
+                buf[0] = lse[o, i] - m  # log(sum exp(x - m)): small, exact enough
                 lsm = buf[0]
                 for k in range(C):
                     p = np.exp((x[o, k, i] - m) - lsm)

@@ -1,6 +1,7 @@
 """Layer norm over the rows of (M, N) and batch norm over the channels of (N, C, L): forward
 and fused backward.  Statistics and parameter gradients accumulate in float64 (two-pass
 variance), whatever the data dtype."""
+
 import numpy as np
 from numba import njit
 

@@ -9,6 +9,7 @@ NOTE [optim kernel flags]: strict IEEE arithmetic (no fastmath: ``contract``/``a
 would fuse or approximate the ops PyTorch rounds one by one), ``error_model='numpy'`` so the
 divisions do not block vectorisation.  Measured in docs/optim-performance.md.
 """
+
 import numpy as np
 from numba import njit
 
@@ -26,8 +27,9 @@ def _lerp(a, b, w, one_minus_w, small):
 
 
 @njit(**_OPT_JIT)
-def sgd_step(p, g, buf, maximize, first, use_momentum, nesterov, wd, use_wd, momentum,
-             one_minus_damp, neg_lr):
+def sgd_step(
+    p, g, buf, maximize, first, use_momentum, nesterov, wd, use_wd, momentum, one_minus_damp, neg_lr
+):
     """g <- (+/-)g [+ wd p]; buf <- g (first step) or momentum buf + (1-dampening) g;
     g <- g + momentum buf (nesterov) or buf; p <- p - lr g."""
     for i in range(p.size):
@@ -48,8 +50,27 @@ def sgd_step(p, g, buf, maximize, first, use_momentum, nesterov, wd, use_wd, mom
 
 
 @njit(**_OPT_JIT)
-def adam_step(p, g, m, v, vmax, maximize, amsgrad, wd, coupled_wd, decay_mul, decoupled_wd, w1,
-              one_minus_w1, w1_small, beta2, one_minus_beta2, bc2_sqrt, eps, neg_step_size):
+def adam_step(
+    p,
+    g,
+    m,
+    v,
+    vmax,
+    maximize,
+    amsgrad,
+    wd,
+    coupled_wd,
+    decay_mul,
+    decoupled_wd,
+    w1,
+    one_minus_w1,
+    w1_small,
+    beta2,
+    one_minus_beta2,
+    bc2_sqrt,
+    eps,
+    neg_step_size,
+):
     """Adam/AdamW: [p <- p (1 - lr wd)]; g <- (+/-)g [+ wd p]; m <- lerp(m, g, 1-beta1);
     v <- beta2 v + (1-beta2) g g; [vmax <- max(vmax, v)];
     p <- p - step_size m / (sqrt(v or vmax) / sqrt(1-beta2^t) + eps)."""
@@ -75,8 +96,25 @@ def adam_step(p, g, m, v, vmax, maximize, amsgrad, wd, coupled_wd, decay_mul, de
 
 
 @njit(**_OPT_JIT)
-def rmsprop_step(p, g, sq, gavg, buf, maximize, centered, use_momentum, wd, use_wd, alpha,
-                 one_minus_alpha, oma_small, alpha_lerp, momentum, eps, neg_lr):
+def rmsprop_step(
+    p,
+    g,
+    sq,
+    gavg,
+    buf,
+    maximize,
+    centered,
+    use_momentum,
+    wd,
+    use_wd,
+    alpha,
+    one_minus_alpha,
+    oma_small,
+    alpha_lerp,
+    momentum,
+    eps,
+    neg_lr,
+):
     """RMSprop: g <- (+/-)g [+ wd p]; sq <- alpha sq + (1-alpha) g g;
     avg <- sqrt(sq - gavg^2), gavg <- lerp(gavg, g, 1-alpha) (centered), or sqrt(sq); avg += eps;
     buf <- momentum buf + g / avg, p <- p - lr buf (momentum) or p <- p - lr g / avg."""

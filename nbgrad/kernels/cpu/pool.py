@@ -4,6 +4,7 @@ Window arithmetic follows PyTorch's CPU kernels (aten/src/ATen/native/cpu/*Pool*
 windows, count_include_pad divisors, NaN propagation and argmax indices (flat h*W + w within
 the plane) match exactly.
 """
+
 import numpy as np
 from numba import njit
 

@@ -4,6 +4,7 @@ Any reduction over a set of dims is turned into this shape by ops/reduction.py (
 the reduced dims are adjacent, otherwise one transpose-copy), so each kernel has one signature
 per dtype.  Float sums accumulate in float64 for accuracy (NUMBA-NOTES section 2.2).
 """
+
 import numpy as np
 from numba import njit, prange  # noqa: F401
 

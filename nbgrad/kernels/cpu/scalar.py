@@ -2,6 +2,7 @@
 helpers compiled with ``njit(inline="always")``.  Generated CPU kernels (kernels/build.py)
 ``from nbgrad.kernels.cpu.scalar import *``.
 """
+
 import math
 
 import numpy as np

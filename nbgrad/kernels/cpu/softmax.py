@@ -1,4 +1,5 @@
 """Softmax / log-softmax over the middle axis of (outer, n, inner), forward and backward."""
+
 import numpy as np
 from numba import njit
 

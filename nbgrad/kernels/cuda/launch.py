@@ -9,6 +9,7 @@ keep the buffers on the device instead.
 ``numba.cuda`` (the numba-cuda package) is imported inside ``run_formula``: this module imports
 without it, and ``NUMBA_ENABLE_CUDASIM`` is read when numba is first imported (NUMBA-NOTES 6.2).
 """
+
 from collections.abc import Mapping
 
 import numpy as np
@@ -23,8 +24,9 @@ MAX_THREADS_PER_BLOCK = 64
 MAX_BLOCKS = 1024
 
 
-def run_formula(plan, arrays, dtype, *, threads_per_block=MAX_THREADS_PER_BLOCK,
-                max_blocks=MAX_BLOCKS, stream=0):
+def run_formula(
+    plan, arrays, dtype, *, threads_per_block=MAX_THREADS_PER_BLOCK, max_blocks=MAX_BLOCKS, stream=0
+):
     """Evaluate the kernel of ``plan = (tag, params, expr, param_types)`` on a CUDA device.
 
     ``arrays``: a mapping name -> array/scalar (extra names are ignored, so one dict of
@@ -45,10 +47,13 @@ def run_formula(plan, arrays, dtype, *, threads_per_block=MAX_THREADS_PER_BLOCK,
     else:
         values = list(arrays)
         if len(values) != len(params):
-            raise TypeError("%s takes %d arrays %s, got %d"
-                            % (tag, len(params), params, len(values)))
-    values = [np.asarray(v, dtype=np.bool_ if param_types.get(p) == "bool" else dtype)
-              for p, v in zip(params, values)]
+            raise TypeError(
+                "%s takes %d arrays %s, got %d" % (tag, len(params), params, len(values))
+            )
+    values = [
+        np.asarray(v, dtype=np.bool_ if param_types.get(p) == "bool" else dtype)
+        for p, v in zip(params, values)
+    ]
     bcast = np.broadcast_arrays(*values)
     shape = bcast[0].shape if bcast else ()
     flat = [np.ascontiguousarray(b).ravel() for b in bcast]

@@ -5,6 +5,7 @@ vocabulary's helpers compiled as ``cuda.jit`` device functions.  Generated CUDA 
 ``inline="always"`` inlines at Numba-IR level: numba-cuda deprecates a bool ``inline``, and the
 simulator ignores the option.
 """
+
 import math
 
 from numba import cuda

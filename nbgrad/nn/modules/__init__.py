@@ -1,20 +1,65 @@
 """Layers.  ``module.py`` holds the Module base and the hook protocol."""
-from .module import Module  # noqa: F401
-from .linear import Identity, Linear, Bilinear  # noqa: F401
-from .conv import Conv1d, Conv2d  # noqa: F401
-from .pooling import MaxPool2d, AvgPool2d  # noqa: F401
-from .dropout import Dropout  # noqa: F401
-from .sparse import Embedding  # noqa: F401
-from .normalization import LayerNorm, BatchNorm1d, BatchNorm2d  # noqa: F401
-from .activation import (ReLU, GELU, Tanh, Sigmoid, Softplus, SiLU, LeakyReLU,  # noqa: F401
-                         Softmax, LogSoftmax)
-from .flatten import Flatten  # noqa: F401
-from .container import Sequential, ModuleList, ModuleDict  # noqa: F401
-from .loss import (MSELoss, L1Loss, CrossEntropyLoss, NLLLoss, BCELoss,  # noqa: F401
-                   BCEWithLogitsLoss)
 
-__all__ = ["Module", "Identity", "Linear", "Bilinear", "Conv1d", "Conv2d", "MaxPool2d",
-           "AvgPool2d", "Dropout", "Embedding", "LayerNorm", "BatchNorm1d", "BatchNorm2d",
-           "ReLU", "GELU", "Tanh", "Sigmoid", "Softplus", "SiLU", "LeakyReLU", "Softmax",
-           "LogSoftmax", "Flatten", "Sequential", "ModuleList", "ModuleDict", "MSELoss",
-           "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss"]
+from .activation import (
+    GELU,
+    LeakyReLU,  # noqa: F401
+    LogSoftmax,
+    ReLU,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softplus,
+    Tanh,
+)
+from .container import ModuleDict, ModuleList, Sequential  # noqa: F401
+from .conv import Conv1d, Conv2d  # noqa: F401
+from .dropout import Dropout  # noqa: F401
+from .flatten import Flatten  # noqa: F401
+from .linear import Bilinear, Identity, Linear  # noqa: F401
+from .loss import (
+    BCELoss,  # noqa: F401
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+)
+from .module import Module  # noqa: F401
+from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm  # noqa: F401
+from .pooling import AvgPool2d, MaxPool2d  # noqa: F401
+from .sparse import Embedding  # noqa: F401
+
+__all__ = [
+    "Module",
+    "Identity",
+    "Linear",
+    "Bilinear",
+    "Conv1d",
+    "Conv2d",
+    "MaxPool2d",
+    "AvgPool2d",
+    "Dropout",
+    "Embedding",
+    "LayerNorm",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "ReLU",
+    "GELU",
+    "Tanh",
+    "Sigmoid",
+    "Softplus",
+    "SiLU",
+    "LeakyReLU",
+    "Softmax",
+    "LogSoftmax",
+    "Flatten",
+    "Sequential",
+    "ModuleList",
+    "ModuleDict",
+    "MSELoss",
+    "L1Loss",
+    "CrossEntropyLoss",
+    "NLLLoss",
+    "BCELoss",
+    "BCEWithLogitsLoss",
+]

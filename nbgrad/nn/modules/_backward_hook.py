@@ -1,6 +1,7 @@
 """Module full backward (pre-)hooks, PyTorch's design: an identity autograd Function wraps the
 module's tensor inputs and outputs, and node pre-hooks on its two nodes see grad_output (output
 side) and grad_input (input side).  Used only by ``Module.__call__`` (NOTE [module hooks])."""
+
 import warnings
 
 from ... import grad_mode
@@ -49,8 +50,11 @@ class BackwardHook:
 
     def setup_input_hook(self, args):
         self.n_inputs = len(args)
-        if not self.user_hooks or not grad_mode.is_grad_enabled() or not any(
-                isinstance(a, Tensor) and a.requires_grad for a in args):
+        if (
+            not self.user_hooks
+            or not grad_mode.is_grad_enabled()
+            or not any(isinstance(a, Tensor) and a.requires_grad for a in args)
+        ):
             return args
         new, idx, node = self._wrap(args)
         self.input_tensors_index = idx
@@ -74,8 +78,10 @@ class BackwardHook:
                 continue
             r = tuple(r)
             if len(r) != len(grad_input):
-                raise RuntimeError("Backward hook returned an invalid number of grad_input, "
-                                   "got %d, but expected %d" % (len(r), len(grad_input)))
+                raise RuntimeError(
+                    "Backward hook returned an invalid number of grad_input, "
+                    "got %d, but expected %d" % (len(r), len(grad_input))
+                )
             grad_input = r
         return tuple(grad_input[i] for i in self.input_tensors_index)
 
@@ -83,7 +89,8 @@ class BackwardHook:
         single = isinstance(result, Tensor)
         outs = (result,) if single else tuple(result)
         if not grad_mode.is_grad_enabled() or not any(
-                isinstance(o, Tensor) and o.requires_grad for o in outs):
+            isinstance(o, Tensor) and o.requires_grad for o in outs
+        ):
             return result
         new, idx, node = self._wrap(outs)
         n_out = len(idx)
@@ -96,23 +103,31 @@ class BackwardHook:
                     continue
                 r = tuple(r)
                 if len(r) != n_out:
-                    raise RuntimeError("Backward pre hook returned an invalid number of "
-                                       "grad_output, got %d, but expected %d" % (len(r), n_out))
+                    raise RuntimeError(
+                        "Backward pre hook returned an invalid number of "
+                        "grad_output, got %d, but expected %d" % (len(r), n_out)
+                    )
                 grads = r
             self.grad_outputs = grads
             if not self.input_hooked and self.user_hooks:
-                warnings.warn("Full backward hook is firing when gradients are computed with "
-                              "respect to module outputs since no inputs require gradients. See "
-                              "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
-                              "#torch.nn.Module.register_full_backward_hook for more details.",
-                              UserWarning, stacklevel=2)
+                warnings.warn(
+                    "Full backward hook is firing when gradients are computed with "
+                    "respect to module outputs since no inputs require gradients. See "
+                    "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+                    "#torch.nn.Module.register_full_backward_hook for more details.",
+                    UserWarning,
+                    stacklevel=2,
+                )
                 grad_input = (None,) * self.n_inputs
                 for hook in self.user_hooks:
                     r = hook(self.module, grad_input, self.grad_outputs)
                     if r is not None and any(x is not None for x in r):
-                        raise RuntimeError("Backward hook for Modules where no input requires "
-                                           "gradient should always return None or None for all "
-                                           "gradients.")
+                        raise RuntimeError(
+                            "Backward hook for Modules where no input requires "
+                            "gradient should always return None or None for all "
+                            "gradients."
+                        )
             return grads
+
         node.register_prehook(prehook)
         return new[0] if single else tuple(new)

@@ -1,12 +1,22 @@
 """Activation layers (``torch.nn.modules.activation``); each forward is one ``F`` call."""
+
 import warnings
 
 from ... import ops
 from .. import functional as F
 from .module import Module
 
-__all__ = ["GELU", "LeakyReLU", "LogSoftmax", "ReLU", "SiLU", "Sigmoid", "Softmax", "Softplus",
-           "Tanh"]
+__all__ = [
+    "GELU",
+    "LeakyReLU",
+    "LogSoftmax",
+    "ReLU",
+    "SiLU",
+    "Sigmoid",
+    "Softmax",
+    "Softplus",
+    "Tanh",
+]
 
 
 class ReLU(Module):
@@ -94,8 +104,11 @@ class LeakyReLU(Module):
 
 def _implicit_softmax_dim(name, ndim):
     # PyTorch's legacy rule for dim=None (F._get_softmax_dim), with its deprecation warning
-    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. "
-                  "Change the call to include dim=X as an argument.", stacklevel=4)
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. "
+        "Change the call to include dim=X as an argument.",
+        stacklevel=4,
+    )
     return 0 if ndim in (0, 1, 3) else 1
 
 
@@ -132,8 +145,9 @@ class LogSoftmax(Module):
             self.dim = None
 
     def forward(self, input):
-        dim = self.dim if self.dim is not None else \
-            _implicit_softmax_dim("log_softmax", input.dim())
+        dim = (
+            self.dim if self.dim is not None else _implicit_softmax_dim("log_softmax", input.dim())
+        )
         return F.log_softmax(input, dim)
 
     def extra_repr(self):

@@ -1,4 +1,5 @@
 """``Sequential``, ``ModuleList``, ``ModuleDict`` (``torch.nn.modules.container``)."""
+
 import collections.abc
 import operator
 from collections import OrderedDict
@@ -60,8 +61,10 @@ class Sequential(Module):
             for layer in other:
                 ret.append(layer)
             return ret
-        raise ValueError("add operator supports only objects "
-                         f"of Sequential class, but {str(type(other))} is given.")
+        raise ValueError(
+            "add operator supports only objects "
+            f"of Sequential class, but {str(type(other))} is given."
+        )
 
     def pop(self, key):
         v = self[key]
@@ -74,8 +77,10 @@ class Sequential(Module):
             for i, module in enumerate(other):
                 self.add_module(str(i + offset), module)
             return self
-        raise ValueError("add operator supports only objects "
-                         f"of Sequential class, but {str(type(other))} is given.")
+        raise ValueError(
+            "add operator supports only objects "
+            f"of Sequential class, but {str(type(other))} is given."
+        )
 
     def __mul__(self, other):
         if not isinstance(other, int):
@@ -230,8 +235,10 @@ class ModuleList(Module):
 
     def extend(self, modules):
         if not isinstance(modules, collections.abc.Iterable):
-            raise TypeError("ModuleList.extend should be called with an "
-                            "iterable, but got " + type(modules).__name__)
+            raise TypeError(
+                "ModuleList.extend should be called with an "
+                "iterable, but got " + type(modules).__name__
+            )
         offset = len(self)
         for i, module in enumerate(modules):
             self.add_module(str(offset + i), module)
@@ -283,18 +290,23 @@ class ModuleDict(Module):
 
     def update(self, modules):
         if not isinstance(modules, collections.abc.Iterable):
-            raise TypeError("ModuleDict.update should be called with an "
-                            "iterable of key/value pairs, but got " + type(modules).__name__)
+            raise TypeError(
+                "ModuleDict.update should be called with an "
+                "iterable of key/value pairs, but got " + type(modules).__name__
+            )
         if isinstance(modules, (OrderedDict, ModuleDict, collections.abc.Mapping)):
             for key, module in modules.items():
                 self[key] = module
         else:
             for j, m in enumerate(modules):
                 if not isinstance(m, collections.abc.Iterable):
-                    raise TypeError("ModuleDict update sequence element "
-                                    "#" + str(j) + " should be Iterable; is" + type(m).__name__)
+                    raise TypeError(
+                        "ModuleDict update sequence element "
+                        "#" + str(j) + " should be Iterable; is" + type(m).__name__
+                    )
                 if not len(m) == 2:
-                    raise ValueError("ModuleDict update sequence element "
-                                     "#" + str(j) + " has length " + str(len(m)) +
-                                     "; 2 is required")
+                    raise ValueError(
+                        "ModuleDict update sequence element "
+                        "#" + str(j) + " has length " + str(len(m)) + "; 2 is required"
+                    )
                 self[m[0]] = m[1]

@@ -1,4 +1,5 @@
 """``Conv1d``, ``Conv2d`` (``torch.nn.modules.conv``); the arithmetic is ``F.conv1d/conv2d``."""
+
 import math
 
 from ... import creation
@@ -12,12 +13,34 @@ __all__ = ["Conv1d", "Conv2d"]
 
 
 class _ConvNd(Module):
-    __constants__ = ["stride", "padding", "dilation", "groups", "padding_mode", "output_padding",
-                     "in_channels", "out_channels", "kernel_size"]
+    __constants__ = [
+        "stride",
+        "padding",
+        "dilation",
+        "groups",
+        "padding_mode",
+        "output_padding",
+        "in_channels",
+        "out_channels",
+        "kernel_size",
+    ]
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation,
-                 transposed, output_padding, groups, bias, padding_mode, device=None,
-                 dtype=None):
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        transposed,
+        output_padding,
+        groups,
+        bias,
+        padding_mode,
+        device=None,
+        dtype=None,
+    ):
         factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__()
         if groups <= 0:
@@ -29,14 +52,17 @@ class _ConvNd(Module):
         valid_padding_strings = {"same", "valid"}
         if isinstance(padding, str):
             if padding not in valid_padding_strings:
-                raise ValueError(f"Invalid padding string {padding!r}, should be one of "
-                                 f"{valid_padding_strings}")
+                raise ValueError(
+                    f"Invalid padding string {padding!r}, should be one of {valid_padding_strings}"
+                )
             if padding == "same" and any(s != 1 for s in stride):
                 raise ValueError("padding='same' is not supported for strided convolutions")
         valid_padding_modes = {"zeros", "reflect", "replicate", "circular"}
         if padding_mode not in valid_padding_modes:
-            raise ValueError(f"padding_mode must be one of {valid_padding_modes}, but got "
-                             f"padding_mode='{padding_mode}'")
+            raise ValueError(
+                f"padding_mode must be one of {valid_padding_modes}, but got "
+                f"padding_mode='{padding_mode}'"
+            )
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.kernel_size = kernel_size
@@ -101,20 +127,48 @@ class _ConvNd(Module):
 class Conv1d(_ConvNd):
     """1-D convolution over ``(N, C_in, L)`` (or unbatched ``(C_in, L)``) input."""
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
-                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
-        super().__init__(in_channels, out_channels, _single(kernel_size), _single(stride),
-                         padding if isinstance(padding, str) else _single(padding),
-                         _single(dilation), False, _single(0), groups, bias, padding_mode,
-                         device=device, dtype=dtype)
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups=1,
+        bias=True,
+        padding_mode="zeros",
+        device=None,
+        dtype=None,
+    ):
+        super().__init__(
+            in_channels,
+            out_channels,
+            _single(kernel_size),
+            _single(stride),
+            padding if isinstance(padding, str) else _single(padding),
+            _single(dilation),
+            False,
+            _single(0),
+            groups,
+            bias,
+            padding_mode,
+            device=device,
+            dtype=dtype,
+        )
 
     def _conv_forward(self, input, weight, bias):
         if self.padding_mode != "zeros":
-            return F.conv1d(F.pad(input, self._reversed_padding_repeated_twice,
-                                  mode=self.padding_mode),
-                            weight, bias, self.stride, _single(0), self.dilation, self.groups)
-        return F.conv1d(input, weight, bias, self.stride, self.padding, self.dilation,
-                        self.groups)
+            return F.conv1d(
+                F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode),
+                weight,
+                bias,
+                self.stride,
+                _single(0),
+                self.dilation,
+                self.groups,
+            )
+        return F.conv1d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
     def forward(self, input):
         return self._conv_forward(input, self.weight, self.bias)
@@ -123,20 +177,48 @@ class Conv1d(_ConvNd):
 class Conv2d(_ConvNd):
     """2-D convolution over ``(N, C_in, H, W)`` (or unbatched ``(C_in, H, W)``) input."""
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
-                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
-        super().__init__(in_channels, out_channels, _pair(kernel_size), _pair(stride),
-                         padding if isinstance(padding, str) else _pair(padding),
-                         _pair(dilation), False, _pair(0), groups, bias, padding_mode,
-                         device=device, dtype=dtype)
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups=1,
+        bias=True,
+        padding_mode="zeros",
+        device=None,
+        dtype=None,
+    ):
+        super().__init__(
+            in_channels,
+            out_channels,
+            _pair(kernel_size),
+            _pair(stride),
+            padding if isinstance(padding, str) else _pair(padding),
+            _pair(dilation),
+            False,
+            _pair(0),
+            groups,
+            bias,
+            padding_mode,
+            device=device,
+            dtype=dtype,
+        )
 
     def _conv_forward(self, input, weight, bias):
         if self.padding_mode != "zeros":
-            return F.conv2d(F.pad(input, self._reversed_padding_repeated_twice,
-                                  mode=self.padding_mode),
-                            weight, bias, self.stride, _pair(0), self.dilation, self.groups)
-        return F.conv2d(input, weight, bias, self.stride, self.padding, self.dilation,
-                        self.groups)
+            return F.conv2d(
+                F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode),
+                weight,
+                bias,
+                self.stride,
+                _pair(0),
+                self.dilation,
+                self.groups,
+            )
+        return F.conv2d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
     def forward(self, input):
         return self._conv_forward(input, self.weight, self.bias)

@@ -1,4 +1,5 @@
 """``Dropout`` (``torch.nn.modules.dropout``): ``F.dropout`` with the module's training flag."""
+
 from .. import functional as F
 from .module import Module
 

@@ -1,4 +1,5 @@
 """``Flatten`` (``torch.nn.modules.flatten``)."""
+
 from .module import Module
 
 __all__ = ["Flatten"]

@@ -1,4 +1,5 @@
 """``Identity``, ``Linear``, ``Bilinear`` (``torch.nn.modules.linear``)."""
+
 import math
 
 from ... import creation
@@ -48,8 +49,10 @@ class Linear(Module):
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self):
-        return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"bias={self.bias is not None}")
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"bias={self.bias is not None}"
+        )
 
 
 class Bilinear(Module):
@@ -57,15 +60,17 @@ class Bilinear(Module):
 
     __constants__ = ["in1_features", "in2_features", "out_features"]
 
-    def __init__(self, in1_features, in2_features, out_features, bias=True, device=None,
-                 dtype=None):
+    def __init__(
+        self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None
+    ):
         factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__()
         self.in1_features = in1_features
         self.in2_features = in2_features
         self.out_features = out_features
-        self.weight = Parameter(creation.empty((out_features, in1_features, in2_features),
-                                               **factory_kwargs))
+        self.weight = Parameter(
+            creation.empty((out_features, in1_features, in2_features), **factory_kwargs)
+        )
         if bias:
             self.bias = Parameter(creation.empty(out_features, **factory_kwargs))
         else:
@@ -74,8 +79,9 @@ class Bilinear(Module):
 
     def reset_parameters(self):
         if self.in1_features <= 0:
-            raise ValueError(f"in1_features must be > 0, but got "
-                             f"(in1_features={self.in1_features})")
+            raise ValueError(
+                f"in1_features must be > 0, but got (in1_features={self.in1_features})"
+            )
         bound = 1 / math.sqrt(self.weight.size(1))
         init.uniform_(self.weight, -bound, bound)
         if self.bias is not None:
@@ -85,5 +91,7 @@ class Bilinear(Module):
         return F.bilinear(input1, input2, self.weight, self.bias)
 
     def extra_repr(self):
-        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
-                f"out_features={self.out_features}, bias={self.bias is not None}")
+        return (
+            f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+            f"out_features={self.out_features}, bias={self.bias is not None}"
+        )

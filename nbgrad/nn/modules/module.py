@@ -6,6 +6,7 @@ kind exists (local or global).  Full backward hooks use PyTorch's design (``Back
 _backward_hook.py): an identity autograd Function wraps the module's tensor inputs and outputs;
 node pre-hooks on its two nodes see grad_output (output side) and grad_input (input side).
 """
+
 import warnings
 from collections import OrderedDict, namedtuple
 
@@ -16,9 +17,14 @@ from ...utils.hooks import HookDict, add_hook
 from ..parameter import Parameter
 from ._backward_hook import BackwardHook
 
-__all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
-           "register_module_full_backward_pre_hook", "register_module_full_backward_hook",
-           "register_module_backward_hook"]
+__all__ = [
+    "Module",
+    "register_module_forward_pre_hook",
+    "register_module_forward_hook",
+    "register_module_full_backward_pre_hook",
+    "register_module_full_backward_hook",
+    "register_module_backward_hook",
+]
 
 _global_forward_pre_hooks = HookDict()
 _global_forward_hooks = HookDict()
@@ -41,8 +47,12 @@ class _IncompatibleKeys(_IncompatibleKeys):
 
 
 def _any_global_hooks():
-    return bool(_global_forward_pre_hooks or _global_forward_hooks or
-                _global_backward_pre_hooks or _global_backward_hooks)
+    return bool(
+        _global_forward_pre_hooks
+        or _global_forward_hooks
+        or _global_backward_pre_hooks
+        or _global_backward_hooks
+    )
 
 
 def register_module_forward_pre_hook(hook):
@@ -50,8 +60,11 @@ def register_module_forward_pre_hook(hook):
 
 
 def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
-    h = add_hook(_global_forward_hooks, hook, extra=[_global_forward_hooks_always_called,
-                                                     _global_forward_hooks_with_kwargs])
+    h = add_hook(
+        _global_forward_hooks,
+        hook,
+        extra=[_global_forward_hooks_always_called, _global_forward_hooks_with_kwargs],
+    )
     if with_kwargs:
         _global_forward_hooks_with_kwargs[h.id] = True
     if always_call:
@@ -65,16 +78,20 @@ def register_module_full_backward_pre_hook(hook):
 
 def register_module_backward_hook(hook):
     if _global_is_full_backward_hook[0] is True:
-        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a "
-                           "global Module hook. Please use only one of them.")
+        raise RuntimeError(
+            "Cannot use both regular backward hooks and full backward hooks as a "
+            "global Module hook. Please use only one of them."
+        )
     _global_is_full_backward_hook[0] = False
     return add_hook(_global_backward_hooks, hook)
 
 
 def register_module_full_backward_hook(hook):
     if _global_is_full_backward_hook[0] is False:
-        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a "
-                           "global Module hook. Please use only one of them.")
+        raise RuntimeError(
+            "Cannot use both regular backward hooks and full backward hooks as a "
+            "global Module hook. Please use only one of them."
+        )
     _global_is_full_backward_hook[0] = True
     return add_hook(_global_backward_hooks, hook)
 
@@ -114,8 +131,9 @@ class Module:
         d["_is_full_backward_hook"] = None
 
     def forward(self, *input):
-        raise NotImplementedError('Module [%s] is missing the required "forward" function'
-                                  % type(self).__name__)
+        raise NotImplementedError(
+            'Module [%s] is missing the required "forward" function' % type(self).__name__
+        )
 
     # -- registration -----------------------------------------------------------------------
     def register_parameter(self, name, param):
@@ -132,8 +150,10 @@ class Module:
         if param is None:
             self._parameters[name] = None
         elif not isinstance(param, Parameter):
-            raise TypeError("cannot assign '%s' object to parameter '%s' (torch.nn.Parameter or "
-                            "None required)" % (type(param).__name__, name))
+            raise TypeError(
+                "cannot assign '%s' object to parameter '%s' (torch.nn.Parameter or "
+                "None required)" % (type(param).__name__, name)
+            )
         else:
             self._parameters[name] = param
 
@@ -149,8 +169,10 @@ class Module:
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError("attribute '%s' already exists" % name)
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError("cannot assign '%s' object to buffer '%s' (torch Tensor or None "
-                            "required)" % (type(tensor).__name__, name))
+            raise TypeError(
+                "cannot assign '%s' object to buffer '%s' (torch Tensor or None "
+                "required)" % (type(tensor).__name__, name)
+            )
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -188,8 +210,10 @@ class Module:
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
-                raise TypeError("cannot assign '%s' as parameter '%s' (torch.nn.Parameter or "
-                                "None expected)" % (type(value).__name__, name))
+                raise TypeError(
+                    "cannot assign '%s' as parameter '%s' (torch.nn.Parameter or "
+                    "None expected)" % (type(value).__name__, name)
+                )
             self.register_parameter(name, value)
         elif isinstance(value, Module):
             if d.get("_modules") is None:
@@ -200,13 +224,17 @@ class Module:
             d["_modules"][name] = value
         elif d.get("_modules") is not None and name in d["_modules"]:
             if value is not None:
-                raise TypeError("cannot assign '%s' as child module '%s' (torch.nn.Module or "
-                                "None expected)" % (type(value).__name__, name))
+                raise TypeError(
+                    "cannot assign '%s' as child module '%s' (torch.nn.Module or "
+                    "None expected)" % (type(value).__name__, name)
+                )
             d["_modules"][name] = value
         elif d.get("_buffers") is not None and name in d["_buffers"]:
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError("cannot assign '%s' as buffer '%s' (torch.Tensor or None "
-                                "expected)" % (type(value).__name__, name))
+                raise TypeError(
+                    "cannot assign '%s' as buffer '%s' (torch.Tensor or None "
+                    "expected)" % (type(value).__name__, name)
+                )
             d["_buffers"][name] = value
         else:
             object.__setattr__(self, name, value)
@@ -229,15 +257,22 @@ class Module:
         object.__delattr__(self, name)
 
     def __dir__(self):
-        keys = list(object.__dir__(self)) + list(self._parameters) + list(self._modules) + \
-            list(self._buffers)
+        keys = (
+            list(object.__dir__(self))
+            + list(self._parameters)
+            + list(self._modules)
+            + list(self._buffers)
+        )
         return sorted(k for k in keys if not k[0].isdigit())
 
     # -- iteration ------------------------------------------------------------------------
     def _named_members(self, get_members, prefix="", recurse=True, remove_duplicate=True):
         memo = set()
-        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) \
-            if recurse else [(prefix, self)]
+        modules = (
+            self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+            if recurse
+            else [(prefix, self)]
+        )
         for module_prefix, module in modules:
             for k, v in get_members(module):
                 if v is None or (remove_duplicate and id(v) in memo):
@@ -251,16 +286,16 @@ class Module:
             yield p
 
     def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
-        return self._named_members(lambda m: m._parameters.items(), prefix, recurse,
-                                   remove_duplicate)
+        return self._named_members(
+            lambda m: m._parameters.items(), prefix, recurse, remove_duplicate
+        )
 
     def buffers(self, recurse=True):
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
     def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
-        return self._named_members(lambda m: m._buffers.items(), prefix, recurse,
-                                   remove_duplicate)
+        return self._named_members(lambda m: m._buffers.items(), prefix, recurse, remove_duplicate)
 
     def children(self):
         for _, m in self.named_children():
@@ -288,8 +323,9 @@ class Module:
         for name, m in self._modules.items():
             if m is None:
                 continue
-            yield from m.named_modules(memo, prefix + ("." if prefix else "") + name,
-                                       remove_duplicate)
+            yield from m.named_modules(
+                memo, prefix + ("." if prefix else "") + name, remove_duplicate
+            )
 
     # -- modes and conversion -------------------------------------------------------------
     def train(self, mode=True):
@@ -347,9 +383,16 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        return self._apply(lambda t: t.to(*args, **kwargs) if t.is_floating_point() else
-                           t.to(*[a for a in args if not _is_dtype(a)],
-                                **{k: v for k, v in kwargs.items() if k != "dtype"}))
+        return self._apply(
+            lambda t: (
+                t.to(*args, **kwargs)
+                if t.is_floating_point()
+                else t.to(
+                    *[a for a in args if not _is_dtype(a)],
+                    **{k: v for k, v in kwargs.items() if k != "dtype"},
+                )
+            )
+        )
 
     def float(self):
         return self._apply(lambda t: t.to(float32) if t.is_floating_point() else t)
@@ -384,8 +427,9 @@ class Module:
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, m in self._modules.items():
             if m is not None:
-                m.state_dict(destination=destination, prefix=prefix + name + ".",
-                             keep_vars=keep_vars)
+                m.state_dict(
+                    destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars
+                )
         return destination
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
@@ -395,9 +439,14 @@ class Module:
         expected = set()
         for mprefix, m in self.named_modules(remove_duplicate=False):
             pre = mprefix + "." if mprefix else ""
-            local = {**{k: v for k, v in m._parameters.items() if v is not None},
-                     **{k: v for k, v in m._buffers.items()
-                        if v is not None and k not in m._non_persistent_buffers_set}}
+            local = {
+                **{k: v for k, v in m._parameters.items() if v is not None},
+                **{
+                    k: v
+                    for k, v in m._buffers.items()
+                    if v is not None and k not in m._non_persistent_buffers_set
+                },
+            }
             for name, param in local.items():
                 key = pre + name
                 expected.add(key)
@@ -406,14 +455,18 @@ class Module:
                     continue
                 src = state_dict[key]
                 if not isinstance(src, Tensor):
-                    errors.append('While copying the parameter named "%s", expected '
-                                  'torch.Tensor or Tensor-like object from checkpoint but '
-                                  'received %s' % (key, type(src)))
+                    errors.append(
+                        'While copying the parameter named "%s", expected '
+                        "torch.Tensor or Tensor-like object from checkpoint but "
+                        "received %s" % (key, type(src))
+                    )
                     continue
                 if tuple(src.shape) != tuple(param.shape):
-                    errors.append("size mismatch for %s: copying a param with shape %s from "
-                                  "checkpoint, the shape in current model is %s."
-                                  % (key, src.shape, param.shape))
+                    errors.append(
+                        "size mismatch for %s: copying a param with shape %s from "
+                        "checkpoint, the shape in current model is %s."
+                        % (key, src.shape, param.shape)
+                    )
                     continue
                 with grad_mode.no_grad():
                     if assign:
@@ -428,28 +481,41 @@ class Module:
                 unexpected.append(key)
         if strict:
             if unexpected:
-                errors.insert(0, "Unexpected key(s) in state_dict: %s. "
-                              % ", ".join('"%s"' % k for k in unexpected))
+                errors.insert(
+                    0,
+                    "Unexpected key(s) in state_dict: %s. "
+                    % ", ".join('"%s"' % k for k in unexpected),
+                )
             if missing:
-                errors.insert(0, "Missing key(s) in state_dict: %s. "
-                              % ", ".join('"%s"' % k for k in missing))
+                errors.insert(
+                    0, "Missing key(s) in state_dict: %s. " % ", ".join('"%s"' % k for k in missing)
+                )
         if errors:
-            raise RuntimeError("Error(s) in loading state_dict for %s:\n\t%s"
-                               % (type(self).__name__, "\n\t".join(errors)))
+            raise RuntimeError(
+                "Error(s) in loading state_dict for %s:\n\t%s"
+                % (type(self).__name__, "\n\t".join(errors))
+            )
         return _IncompatibleKeys(missing, unexpected)
 
     # -- hooks ----------------------------------------------------------------------------
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
-        h = add_hook(self._forward_pre_hooks, hook, prepend=prepend,
-                     extra=self._forward_pre_hooks_with_kwargs)
+        h = add_hook(
+            self._forward_pre_hooks,
+            hook,
+            prepend=prepend,
+            extra=self._forward_pre_hooks_with_kwargs,
+        )
         if with_kwargs:
             self._forward_pre_hooks_with_kwargs[h.id] = True
         return h
 
-    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
-                              always_call=False):
-        h = add_hook(self._forward_hooks, hook, prepend=prepend,
-                     extra=[self._forward_hooks_with_kwargs, self._forward_hooks_always_called])
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+        h = add_hook(
+            self._forward_hooks,
+            hook,
+            prepend=prepend,
+            extra=[self._forward_hooks_with_kwargs, self._forward_hooks_always_called],
+        )
         if with_kwargs:
             self._forward_hooks_with_kwargs[h.id] = True
         if always_call:
@@ -461,23 +527,32 @@ class Module:
 
     def register_full_backward_hook(self, hook, prepend=False):
         if self._is_full_backward_hook is False:
-            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
-                               "on a single Module. Please use only one of them.")
+            raise RuntimeError(
+                "Cannot use both regular backward hooks and full backward hooks "
+                "on a single Module. Please use only one of them."
+            )
         self.__dict__["_is_full_backward_hook"] = True
         return add_hook(self._backward_hooks, hook, prepend=prepend)
 
     def register_backward_hook(self, hook):
         if self._is_full_backward_hook is True:
-            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
-                               "on a single Module. Please use only one of them.")
+            raise RuntimeError(
+                "Cannot use both regular backward hooks and full backward hooks "
+                "on a single Module. Please use only one of them."
+            )
         self.__dict__["_is_full_backward_hook"] = False
         return add_hook(self._backward_hooks, hook)
 
     # -- calling ----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks or
-                self._backward_pre_hooks or _any_global_hooks()):
-            return self.forward(*args, **kwargs)     # NOTE [module hooks]: the fast path
+        if not (
+            self._forward_hooks
+            or self._forward_pre_hooks
+            or self._backward_hooks
+            or self._backward_pre_hooks
+            or _any_global_hooks()
+        ):
+            return self.forward(*args, **kwargs)  # NOTE [module hooks]: the fast path
         return self._call_with_hooks(args, kwargs)
 
     def _full_backward_hooks(self):
@@ -494,21 +569,25 @@ class Module:
 
     def _call_with_hooks(self, args, kwargs):
         full_hooks, non_full_hooks = self._full_backward_hooks()
-        pre_hooks = list(_global_backward_pre_hooks.values()) + \
-            list(self._backward_pre_hooks.values())
+        pre_hooks = list(_global_backward_pre_hooks.values()) + list(
+            self._backward_pre_hooks.values()
+        )
         called_always = False
         result = None
         try:
-            for hid, hook in list(_global_forward_pre_hooks.items()) + \
-                    list(self._forward_pre_hooks.items()):
+            for hid, hook in list(_global_forward_pre_hooks.items()) + list(
+                self._forward_pre_hooks.items()
+            ):
                 if self._forward_pre_hooks_with_kwargs.get(hid):
                     r = hook(self, args, kwargs)
                     if r is not None:
                         if isinstance(r, tuple) and len(r) == 2:
                             args, kwargs = r
                         else:
-                            raise RuntimeError("forward pre-hook must return None or a tuple of "
-                                               "(new_args, new_kwargs), but got %s." % (r,))
+                            raise RuntimeError(
+                                "forward pre-hook must return None or a tuple of "
+                                "(new_args, new_kwargs), but got %s." % (r,)
+                            )
                 else:
                     r = hook(self, args)
                     if r is not None:
@@ -518,19 +597,24 @@ class Module:
                 bw_hook = BackwardHook(self, full_hooks, pre_hooks)
                 args = bw_hook.setup_input_hook(args)
             result = self.forward(*args, **kwargs)
-            for hid, hook in list(_global_forward_hooks.items()) + \
-                    list(self._forward_hooks.items()):
-                with_kw = (_global_forward_hooks_with_kwargs.get(hid) or
-                           self._forward_hooks_with_kwargs.get(hid))
+            for hid, hook in list(_global_forward_hooks.items()) + list(
+                self._forward_hooks.items()
+            ):
+                with_kw = _global_forward_hooks_with_kwargs.get(
+                    hid
+                ) or self._forward_hooks_with_kwargs.get(hid)
                 r = hook(self, args, kwargs, result) if with_kw else hook(self, args, result)
                 if r is not None:
                     result = r
             called_always = True
             if bw_hook is not None:
                 if not isinstance(result, (Tensor, tuple)):
-                    warnings.warn("For backward hooks to be called, module output should be a "
-                                  "Tensor or a tuple of Tensors but received %s" % type(result),
-                                  UserWarning, stacklevel=3)
+                    warnings.warn(
+                        "For backward hooks to be called, module output should be a "
+                        "Tensor or a tuple of Tensors but received %s" % type(result),
+                        UserWarning,
+                        stacklevel=3,
+                    )
                 else:
                     result = bw_hook.setup_output_hook(result)
             if non_full_hooks:
@@ -538,21 +622,26 @@ class Module:
             return result
         except Exception:
             if not called_always:
-                for hid, hook in list(_global_forward_hooks.items()) + \
-                        list(self._forward_hooks.items()):
-                    if (_global_forward_hooks_always_called.get(hid) or
-                            self._forward_hooks_always_called.get(hid)):
+                for hid, hook in list(_global_forward_hooks.items()) + list(
+                    self._forward_hooks.items()
+                ):
+                    if _global_forward_hooks_always_called.get(
+                        hid
+                    ) or self._forward_hooks_always_called.get(hid):
                         try:
-                            with_kw = (_global_forward_hooks_with_kwargs.get(hid) or
-                                       self._forward_hooks_with_kwargs.get(hid))
+                            with_kw = _global_forward_hooks_with_kwargs.get(
+                                hid
+                            ) or self._forward_hooks_with_kwargs.get(hid)
                             if with_kw:
                                 hook(self, args, kwargs, result)
                             else:
                                 hook(self, args, result)
                         except Exception as e:
-                            warnings.warn("forward hook with ``always_call=True`` raised an "
-                                          "exception that was silenced as another error was "
-                                          "raised in forward: %s" % e)
+                            warnings.warn(
+                                "forward hook with ``always_call=True`` raised an "
+                                "exception that was silenced as another error was "
+                                "raised in forward: %s" % e
+                            )
             raise
 
     def _setup_old_backward_hooks(self, result, hooks):
@@ -562,26 +651,31 @@ class Module:
                 var = next(v for v in var.values() if isinstance(v, Tensor))
             elif isinstance(var, (list, tuple)) and var:
                 if not isinstance(var, tuple) or any(not isinstance(v, Tensor) for v in var):
-                    warnings.warn("Using non-full backward hooks on a Module that does not "
-                                  "return a single Tensor or a tuple of Tensors is deprecated "
-                                  "and will be removed in future versions. This hook will be "
-                                  "missing some of the grad_output. Please use "
-                                  "register_full_backward_hook to get the documented behavior.",
-                                  FutureWarning, stacklevel=4)
+                    warnings.warn(
+                        "Using non-full backward hooks on a Module that does not "
+                        "return a single Tensor or a tuple of Tensors is deprecated "
+                        "and will be removed in future versions. This hook will be "
+                        "missing some of the grad_output. Please use "
+                        "register_full_backward_hook to get the documented behavior.",
+                        FutureWarning,
+                        stacklevel=4,
+                    )
                 var = var[0]
             else:
                 return result
         grad_fn = var.grad_fn
         if grad_fn is not None:
-            warnings.warn("Using a non-full backward hook when the forward contains multiple "
-                          "autograd Nodes is deprecated and will be removed in future versions. "
-                          "This hook will be missing some grad_input. Please use "
-                          "register_full_backward_hook to get the documented behavior.",
-                          FutureWarning, stacklevel=4)
+            warnings.warn(
+                "Using a non-full backward hook when the forward contains multiple "
+                "autograd Nodes is deprecated and will be removed in future versions. "
+                "This hook will be missing some grad_input. Please use "
+                "register_full_backward_hook to get the documented behavior.",
+                FutureWarning,
+                stacklevel=4,
+            )
             module = self
             for hook in hooks:
-                grad_fn.register_hook(
-                    (lambda h: lambda gi, go: h(module, gi, go))(hook))
+                grad_fn.register_hook((lambda h: lambda gi, go: h(module, gi, go))(hook))
         return result
 
     # -- printing -------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """``LayerNorm``, ``BatchNorm1d``, ``BatchNorm2d`` (``torch.nn.modules.normalization`` and
 ``torch.nn.modules.batchnorm``); the arithmetic is ``F.layer_norm`` / ``F.batch_norm``."""
+
 import numbers
 
 from ... import creation
@@ -17,8 +18,15 @@ class LayerNorm(Module):
 
     __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
 
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
-                 device=None, dtype=None):
+    def __init__(
+        self,
+        normalized_shape,
+        eps=1e-5,
+        elementwise_affine=True,
+        bias=True,
+        device=None,
+        dtype=None,
+    ):
         factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__()
         if isinstance(normalized_shape, numbers.Integral):
@@ -47,8 +55,10 @@ class LayerNorm(Module):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return ("{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}, "
-                "bias={use_bias}".format(**self.__dict__, use_bias=self.bias is not None))
+        return (
+            "{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}, "
+            "bias={use_bias}".format(**self.__dict__, use_bias=self.bias is not None)
+        )
 
 
 class _NormBase(Module):
@@ -57,8 +67,18 @@ class _NormBase(Module):
     _version = 2
     __constants__ = ["track_running_stats", "momentum", "eps", "num_features", "affine"]
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True, device=None, dtype=None, *, bias=True):
+    def __init__(
+        self,
+        num_features,
+        eps=1e-5,
+        momentum=0.1,
+        affine=True,
+        track_running_stats=True,
+        device=None,
+        dtype=None,
+        *,
+        bias=True,
+    ):
         factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__()
         self.num_features = num_features
@@ -78,8 +98,9 @@ class _NormBase(Module):
         if self.track_running_stats:
             self.register_buffer("running_mean", creation.zeros(num_features, **factory_kwargs))
             self.register_buffer("running_var", creation.ones(num_features, **factory_kwargs))
-            self.register_buffer("num_batches_tracked",
-                                 creation.tensor(0, dtype=int64, device=device))
+            self.register_buffer(
+                "num_batches_tracked", creation.tensor(0, dtype=int64, device=device)
+            )
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)
@@ -103,9 +124,12 @@ class _NormBase(Module):
         raise NotImplementedError
 
     def extra_repr(self):
-        return ("{num_features}, eps={eps}, momentum={momentum}, affine={affine}, "
-                "bias={use_bias}, track_running_stats={track_running_stats}".format(
-                    **self.__dict__, use_bias=self.bias is not None))
+        return (
+            "{num_features}, eps={eps}, momentum={momentum}, affine={affine}, "
+            "bias={use_bias}, track_running_stats={track_running_stats}".format(
+                **self.__dict__, use_bias=self.bias is not None
+            )
+        )
 
 
 class _BatchNorm(_NormBase):
@@ -127,9 +151,16 @@ class _BatchNorm(_NormBase):
             bn_training = (self.running_mean is None) and (self.running_var is None)
         # the buffers are passed only where they are read (eval) or updated (tracked training)
         use_buffers = not self.training or self.track_running_stats
-        return F.batch_norm(input, self.running_mean if use_buffers else None,
-                            self.running_var if use_buffers else None, self.weight, self.bias,
-                            bn_training, exponential_average_factor, self.eps)
+        return F.batch_norm(
+            input,
+            self.running_mean if use_buffers else None,
+            self.running_var if use_buffers else None,
+            self.weight,
+            self.bias,
+            bn_training,
+            exponential_average_factor,
+            self.eps,
+        )
 
 
 class BatchNorm1d(_BatchNorm):

@@ -1,4 +1,5 @@
 """``MaxPool2d``, ``AvgPool2d`` (``torch.nn.modules.pooling``); the work is in ``F``."""
+
 from .. import functional as F
 from .module import Module
 
@@ -6,11 +7,11 @@ __all__ = ["AvgPool2d", "MaxPool2d"]
 
 
 class _MaxPoolNd(Module):
-    __constants__ = ["kernel_size", "stride", "padding", "dilation", "return_indices",
-                     "ceil_mode"]
+    __constants__ = ["kernel_size", "stride", "padding", "dilation", "return_indices", "ceil_mode"]
 
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
-                 ceil_mode=False):
+    def __init__(
+        self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False
+    ):
         super().__init__()
         self.kernel_size = kernel_size
         self.stride = stride if (stride is not None) else kernel_size
@@ -20,16 +21,25 @@ class _MaxPoolNd(Module):
         self.ceil_mode = ceil_mode
 
     def extra_repr(self):
-        return ("kernel_size={kernel_size}, stride={stride}, padding={padding}"
-                ", dilation={dilation}, ceil_mode={ceil_mode}".format(**self.__dict__))
+        return (
+            "kernel_size={kernel_size}, stride={stride}, padding={padding}"
+            ", dilation={dilation}, ceil_mode={ceil_mode}".format(**self.__dict__)
+        )
 
 
 class MaxPool2d(_MaxPoolNd):
     """2-D max pooling; ``return_indices=True`` also returns the argmax indices."""
 
     def forward(self, input):
-        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+        return F.max_pool2d(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.dilation,
+            ceil_mode=self.ceil_mode,
+            return_indices=self.return_indices,
+        )
 
 
 class _AvgPoolNd(Module):
@@ -42,11 +52,24 @@ class _AvgPoolNd(Module):
 class AvgPool2d(_AvgPoolNd):
     """2-D average pooling."""
 
-    __constants__ = ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
-                     "divisor_override"]
+    __constants__ = [
+        "kernel_size",
+        "stride",
+        "padding",
+        "ceil_mode",
+        "count_include_pad",
+        "divisor_override",
+    ]
 
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
-                 count_include_pad=True, divisor_override=None):
+    def __init__(
+        self,
+        kernel_size,
+        stride=None,
+        padding=0,
+        ceil_mode=False,
+        count_include_pad=True,
+        divisor_override=None,
+    ):
         super().__init__()
         self.kernel_size = kernel_size
         self.stride = stride if (stride is not None) else kernel_size
@@ -56,5 +79,12 @@ class AvgPool2d(_AvgPoolNd):
         self.divisor_override = divisor_override
 
     def forward(self, input):
-        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
+        return F.avg_pool2d(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.ceil_mode,
+            self.count_include_pad,
+            self.divisor_override,
+        )

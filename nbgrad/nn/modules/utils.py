@@ -1,4 +1,5 @@
 """Argument helpers shared by the conv and pooling layers (``torch.nn.modules.utils``)."""
+
 import collections.abc
 from itertools import repeat
 

@@ -1,8 +1,21 @@
 """``nn.utils``: gradient clipping and parameter/vector conversion."""
+
 from . import clip_grad, convert_parameters  # noqa: F401
-from .clip_grad import (clip_grad_norm, clip_grad_norm_, clip_grad_value_,  # noqa: F401
-                        clip_grads_with_norm_, get_total_norm)
+from .clip_grad import (
+    clip_grad_norm,
+    clip_grad_norm_,
+    clip_grad_value_,  # noqa: F401
+    clip_grads_with_norm_,
+    get_total_norm,
+)
 from .convert_parameters import parameters_to_vector, vector_to_parameters  # noqa: F401
 
-__all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_",
-           "get_total_norm", "parameters_to_vector", "vector_to_parameters"]
+__all__ = [
+    "clip_grad_norm",
+    "clip_grad_norm_",
+    "clip_grad_value_",
+    "clip_grads_with_norm_",
+    "get_total_norm",
+    "parameters_to_vector",
+    "vector_to_parameters",
+]

@@ -1,6 +1,7 @@
 """Flatten parameters into one vector and back (``torch.nn.utils.convert_parameters``)."""
-from ..._tensor import Tensor
+
 from ... import ops
+from ..._tensor import Tensor
 
 __all__ = ["parameters_to_vector", "vector_to_parameters"]
 
@@ -18,5 +19,5 @@ def vector_to_parameters(vec, parameters):
     pointer = 0
     for param in parameters:
         num_param = param.numel()
-        param.data = vec[pointer:pointer + num_param].view_as(param).data
+        param.data = vec[pointer : pointer + num_param].view_as(param).data
         pointer += num_param

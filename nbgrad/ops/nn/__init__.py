@@ -1,6 +1,7 @@
 """The nn op families (conv, pooling, norms, losses, padding, embedding, linear): forward array
 code, geometry, vjp and ``@op`` declaration side by side, one module per kernels/cpu/ stem.
 Importing this package registers them; nn/functional.py is their PyTorch-signature layer."""
+
 from . import conv, embedding, linear, loss, norm, pad, pool
 
 __all__ = ["conv", "embedding", "linear", "loss", "norm", "pad", "pool"]

@@ -1,4 +1,5 @@
 """Array and argument helpers shared by the nn op families (no autograd logic here)."""
+
 import numpy as np
 
 from ... import dtypes as _dt
@@ -21,16 +22,18 @@ def needs(node, i):
 
 
 def check_float(x, fn):
-    if x._dtype.category < 2:
+    if not x._dtype.is_inexact:
         raise RuntimeError("\"%s\" not implemented for '%s'" % (fn, x._dtype._legacy))
-    if x._dtype.category > 2:
+    if x._dtype.is_complex:
         raise RuntimeError("%s: complex tensors are not supported" % fn)
 
 
 def check_no_grad(t, fn, name):
     if t is not None and STATE.enabled and t._requires_grad:
-        raise RuntimeError("The function '%s' is not differentiable with respect to argument "
-                           "'%s'. This input cannot have requires_grad True." % (fn, name))
+        raise RuntimeError(
+            "The function '%s' is not differentiable with respect to argument "
+            "'%s'. This input cannot have requires_grad True." % (fn, name)
+        )
 
 
 def size_str(shape):

@@ -1,5 +1,6 @@
 """Convolution as one trilinear form T(x, w, y) = <y, conv(x, w)>: conv1d/conv2d, their
 geometry, and the three partials whose vjps are each other (kernels/cpu/conv.py + BLAS)."""
+
 import warnings
 
 import numpy as np
@@ -12,13 +13,33 @@ from ._common import carray, check_float, compute_dtype, needs
 
 CPU = {"cpu": KC}
 # C++ type names in PyTorch's messages (kept here until dtype carries its C name)
-_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half"}
 
 
 class _ConvGeom:
     """Shapes and window arithmetic of one convolution (1-D convs use H = KH = 1)."""
-    __slots__ = ("C", "G", "H", "KH", "KW", "N", "O", "OH", "OW", "W", "dh", "dtype", "dw", "ph",
-                 "pw", "sh", "sw", "ws", "xs", "ys")
+
+    __slots__ = (
+        "C",
+        "G",
+        "H",
+        "KH",
+        "KW",
+        "N",
+        "O",
+        "OH",
+        "OW",
+        "W",
+        "dh",
+        "dtype",
+        "dw",
+        "ph",
+        "pw",
+        "sh",
+        "sw",
+        "ws",
+        "xs",
+        "ys",
+    )
 
     def x4(self):
         return (self.N, self.C, self.H, self.W)
@@ -30,11 +51,22 @@ class _ConvGeom:
         return (self.N, self.O, self.OH, self.OW)
 
     def kargs(self):
-        return (self.KH, self.KW, self.sh, self.sw, self.ph, self.pw, self.dh, self.dw,
-                self.OH, self.OW)
+        return (
+            self.KH,
+            self.KW,
+            self.sh,
+            self.sw,
+            self.ph,
+            self.pw,
+            self.dh,
+            self.dw,
+            self.OH,
+            self.OW,
+        )
 
 
 # -- geometry and argument checks (PyTorch's order) --------------------------------------------
+
 
 def _tuple_arg(v, n, name):
     if isinstance(v, (list, tuple)):
@@ -42,9 +74,10 @@ def _tuple_arg(v, n, name):
         if len(v) == 1 and n > 1:
             v = v * n
         if len(v) != n:
-            raise RuntimeError("expected %s to be a single integer value or a list of %d values "
-                               "to match the convolution dimensions, but got %s=%s"
-                               % (name, n, name, list(v)))
+            raise RuntimeError(
+                "expected %s to be a single integer value or a list of %d values "
+                "to match the convolution dimensions, but got %s=%s" % (name, n, name, list(v))
+            )
         return v
     return (int(v),) * n
 
@@ -65,9 +98,12 @@ def _conv_pads(padding, s, d, k, nd):
         pads.append((total // 2, total - total // 2))
     if any(dd % 2 == 1 and kk % 2 == 0 for kk, dd in zip(k, d)):
         # stacklevel: the warning names F.conv1d/conv2d, as before the split
-        warnings.warn("Using padding='same' with even kernel lengths and odd dilation may "
-                      "require a zero-padded copy of the input be created", UserWarning,
-                      stacklevel=7)
+        warnings.warn(
+            "Using padding='same' with even kernel lengths and odd dilation may "
+            "require a zero-padded copy of the input be created",
+            UserWarning,
+            stacklevel=7,
+        )
     return pads
 
 
@@ -82,35 +118,44 @@ def _check_conv(x, w, b, s, pads, d, groups):
         raise RuntimeError("non-positive groups is not supported")
     O, C = w.shape[0], x.shape[1]
     if O % groups != 0:
-        raise RuntimeError("Given groups=%d, expected weight to be divisible by %d at dimension 0, "
-                           "but got weight of size [%s] instead" % (groups, groups, list(w.shape)))
+        raise RuntimeError(
+            "Given groups=%d, expected weight to be divisible by %d at dimension 0, "
+            "but got weight of size [%s] instead" % (groups, groups, list(w.shape))
+        )
     if C != w.shape[1] * groups:
-        raise RuntimeError("Given groups=%d, weight of size %s, expected input%s to have %d "
-                           "channels, but got %d channels instead"
-                           % (groups, list(w.shape), list(x.shape), w.shape[1] * groups, C))
+        raise RuntimeError(
+            "Given groups=%d, weight of size %s, expected input%s to have %d "
+            "channels, but got %d channels instead"
+            % (groups, list(w.shape), list(x.shape), w.shape[1] * groups, C)
+        )
     if b is not None and (b.ndim != 1 or b.shape[0] != O):
-        raise RuntimeError("Given weight of size %s, expected bias to be 1-dimensional with %d "
-                           "elements, but got bias of size %s instead"
-                           % (list(w.shape), O, list(b.shape)))
+        raise RuntimeError(
+            "Given weight of size %s, expected bias to be 1-dimensional with %d "
+            "elements, but got bias of size %s instead" % (list(w.shape), O, list(b.shape))
+        )
 
 
 def _check_conv_dtypes(x, w, b):
     if w._dtype is not x._dtype:
-        raise RuntimeError("expected scalar type %s but found %s"
-                           % (x._dtype._legacy, w._dtype._legacy))
+        raise RuntimeError(
+            "expected scalar type %s but found %s" % (x._dtype._legacy, w._dtype._legacy)
+        )
     if b is not None and b._dtype is not x._dtype:
-        raise RuntimeError("Input type (%s) and bias type (%s) should be the same"
-                           % (_C_NAMES.get(x._dtype.name, x._dtype.name),
-                              _C_NAMES.get(b._dtype.name, b._dtype.name)))
+        raise RuntimeError(
+            "Input type (%s) and bias type (%s) should be the same"
+            % (x._dtype.c_name, b._dtype.c_name)
+        )
 
 
 def _conv_geometry(x, w, b, stride, padding, dilation, groups, nd):
     """Check the arguments of an ``nd``-d convolution and return its ``_ConvGeom``."""
     check_float(x, "conv%dd" % nd)
     if w.ndim != nd + 2:
-        raise RuntimeError("Expected %d-dimensional weight for %d-dimensional input %s, but got "
-                           "%d-dimensional weight of size %s instead"
-                           % (nd + 2, nd + 2, list(x.shape), w.ndim, list(w.shape)))
+        raise RuntimeError(
+            "Expected %d-dimensional weight for %d-dimensional input %s, but got "
+            "%d-dimensional weight of size %s instead"
+            % (nd + 2, nd + 2, list(x.shape), w.ndim, list(w.shape))
+        )
     s = _tuple_arg(stride, nd, "stride")
     d = _tuple_arg(dilation, nd, "dilation")
     k, sp = tuple(w.shape[2:]), tuple(x.shape[2:])
@@ -119,9 +164,11 @@ def _conv_geometry(x, w, b, stride, padding, dilation, groups, nd):
     padded = [n + pl + pr for n, (pl, pr) in zip(sp, pads)]
     eff = [dd * (kk - 1) + 1 for kk, dd in zip(k, d)]
     if any(pn < e for pn, e in zip(padded, eff)):
-        raise RuntimeError("Calculated padded input size per channel: (%s). Kernel size: (%s). "
-                           "Kernel size can't be greater than actual input size"
-                           % (" x ".join(map(str, padded)), " x ".join(map(str, eff))))
+        raise RuntimeError(
+            "Calculated padded input size per channel: (%s). Kernel size: (%s). "
+            "Kernel size can't be greater than actual input size"
+            % (" x ".join(map(str, padded)), " x ".join(map(str, eff)))
+        )
     _check_conv_dtypes(x, w, b)
     out = [(pn - e) // ss + 1 for pn, e, ss in zip(padded, eff, s)]
     geo = _ConvGeom()
@@ -142,6 +189,7 @@ def _conv_geometry(x, w, b, stride, padding, dilation, groups, nd):
 
 # -- the three partials as arrays --------------------------------------------------------------
 
+
 def _im2col(xa, geo):
     """(C*KH*KW, N*OH*OW) columns of every image side by side (Numba)."""
     cols = np.empty((geo.C * geo.KH * geo.KW, geo.N * geo.OH * geo.OW), xa.dtype)
@@ -161,6 +209,7 @@ def _per_image(cols, geo):
 # them two large temporaries whose first-touch page faults cost more than the GEMMs (measured:
 # ~960 faults and 2 ms per forward of batch 64 x 8 x 26 x 26 when y was transposed).
 
+
 def _conv_y_arr(xa, wa, geo):
     """y = conv(x, w): im2col (Numba), then GEMMs (BLAS) straight into y."""
     N, G, O, L = geo.N, geo.G, geo.O, geo.OH * geo.OW
@@ -174,8 +223,11 @@ def _conv_x_arr(ga, wa, geo):
     """dT/dx given y-like ``ga``: GEMMs into the column buffer, then col2im (Numba)."""
     N, G, O, L = geo.N, geo.G, geo.O, geo.OH * geo.OW
     cols = np.empty((geo.C * geo.KH * geo.KW, N * L), ga.dtype)
-    np.matmul(wa.reshape(G, O // G, -1).transpose(0, 2, 1), ga.reshape(N, G, O // G, L),
-              out=_per_image(cols, geo))
+    np.matmul(
+        wa.reshape(G, O // G, -1).transpose(0, 2, 1),
+        ga.reshape(N, G, O // G, L),
+        out=_per_image(cols, geo),
+    )
     gx = np.empty(geo.x4(), ga.dtype)
     if gx.size:
         KC.col2im_cpu(cols, gx, *geo.kargs())
@@ -192,7 +244,7 @@ def _conv_w_arr(xa, ga, geo):
         return np.zeros(geo.w4(), ga.dtype)
     if K <= L:  # the (N, G, Og, K) partial products are the smaller temporary
         gw = np.matmul(g4, _per_image(cols, geo).transpose(0, 1, 3, 2)).sum(0)
-    else:       # one GEMM per group over all images: transpose the (smaller) gradient instead
+    else:  # one GEMM per group over all images: transpose the (smaller) gradient instead
         gt = np.ascontiguousarray(g4.transpose(1, 2, 0, 3)).reshape(G, O // G, N * L)
         gw = np.matmul(gt, cols.reshape(G, K, N * L).transpose(0, 2, 1))
     return gw.reshape(geo.w4())
@@ -200,14 +252,15 @@ def _conv_w_arr(xa, ga, geo):
 
 # -- the partials as ops: derivatives of any order run the kernels above -----------------------
 
+
 def _partial_vjp(node, grads):
     kind, geo = node.attrs
     h = grads[0]
     a, b = node.unpack("a"), node.unpack("b")
     na, nb = needs(node, 0), needs(node, 1)
-    if kind == "y":    # a = x, b = w
+    if kind == "y":  # a = x, b = w
         return (_partial("x", h, b, geo) if na else None, _partial("w", a, h, geo) if nb else None)
-    if kind == "x":    # a = y-like, b = w
+    if kind == "x":  # a = y-like, b = w
         return (_partial("y", h, b, geo) if na else None, _partial("w", h, a, geo) if nb else None)
     # kind == "w": a = x, b = y-like
     return (_partial("x", b, h, geo) if na else None, _partial("y", a, h, geo) if nb else None)
@@ -216,10 +269,19 @@ def _partial_vjp(node, grads):
 _PARTIAL_SHAPE = {"y": "ys", "x": "xs", "w": "ws"}
 
 
-@internal_op("conv.partial", "nn", node={"y": "ConvolutionBackward0",
-                                         "x": "ConvolutionBackwardBackward0",
-                                         "w": "ConvolutionBackwardBackward0"},
-             vjp=_partial_vjp, args=("a", "b"), saves=("a", "b"), kernels=CPU)
+@internal_op(
+    "conv.partial",
+    "nn",
+    node={
+        "y": "ConvolutionBackward0",
+        "x": "ConvolutionBackwardBackward0",
+        "w": "ConvolutionBackwardBackward0",
+    },
+    vjp=_partial_vjp,
+    args=("a", "b"),
+    saves=("a", "b"),
+    kernels=CPU,
+)
 def _partial(kind, a, b, geo):
     """One partial of T: 'y' = conv(a=x, b=w); 'x' = dT/dx (a=y-like, b=w);
     'w' = dT/dw (a=x, b=y-like).  Each is bilinear, and its vjp is two other partials."""
@@ -260,8 +322,13 @@ def _conv(x, w, b, stride, padding, dilation, groups, nd, opdef):
     return opdef.record(y, (x, w, b), attrs=geo)
 
 
-_DECL = {"node": "ConvolutionBackward0", "vjp": _conv_vjp, "args": ("x", "w", "b"),
-         "saves": ("x", "w"), "kernels": CPU}
+_DECL = {
+    "node": "ConvolutionBackward0",
+    "vjp": _conv_vjp,
+    "args": ("x", "w", "b"),
+    "saves": ("x", "w"),
+    "kernels": CPU,
+}
 
 
 @op("conv1d", "nn", **_DECL)

@@ -1,5 +1,6 @@
 """embedding: a row lookup whose backward scatter-adds rows (kernels/cpu/conv.py's index_add),
 and the in-place max_norm renormalisation PyTorch applies before it."""
+
 import numpy as np
 
 from ..._tensor import Tensor
@@ -47,17 +48,26 @@ def _check_range(ia, V):
 
 
 # the indices take no gradient: the node's one input slot is the weight
-@op("embedding", "nn", node="EmbeddingBackward0", vjp=_embedding_vjp, args=("weight",),
-    kernels={"cpu": KC})
+@op(
+    "embedding",
+    "nn",
+    node="EmbeddingBackward0",
+    vjp=_embedding_vjp,
+    args=("weight",),
+    kernels={"cpu": KC},
+)
 def embedding(input, weight, padding_idx=-1, scale_grad_by_freq=False):
     """Rows ``weight[input]``; ``padding_idx`` (-1: none) gets no gradient."""
     w = weight._data
     _check_range(input._data, w.shape[0])
     ia = input._data.astype(np.int64, copy=False)
     out = np.take(w, ia, axis=0)
-    return embedding.op.record(out, (weight,), saved={"idx": np.ascontiguousarray(ia)},
-                               attrs=(w.shape[0], w.shape[1], padding_idx,
-                                      bool(scale_grad_by_freq)))
+    return embedding.op.record(
+        out,
+        (weight,),
+        saved={"idx": np.ascontiguousarray(ia)},
+        attrs=(w.shape[0], w.shape[1], padding_idx, bool(scale_grad_by_freq)),
+    )
 
 
 def embedding_renorm_(weight, input, max_norm, norm_type):

@@ -1,5 +1,6 @@
 """``linear``: bias + x @ w.T for 2-D x, recorded as PyTorch's AddmmBackward0 (BLAS matmul).
 F.linear composes the bias-free and batched forms around it."""
+
 import numpy as np
 
 from ..._fpstate import call_quiet
@@ -24,21 +25,25 @@ def _addmm_vjp(node, grads):
     return gx, gw, gb
 
 
-@op("linear", "nn", node="AddmmBackward0", vjp=_addmm_vjp, args=("x", "w", "b"),
-    saves=("x", "w"))
+@op("linear", "nn", node="AddmmBackward0", vjp=_addmm_vjp, args=("x", "w", "b"), saves=("x", "w"))
 def addmm(x, w, b):
     """bias + x @ w.T for 2-D x (PyTorch's AddmmBackward0)."""
     _linalg._same_dtype(x, w)
     if x._data.shape[1] != w._data.shape[1]:
-        raise RuntimeError("mat1 and mat2 shapes cannot be multiplied (%dx%d and %dx%d)"
-                           % (x._data.shape[0], x._data.shape[1], w._data.shape[1],
-                              w._data.shape[0]))
+        raise RuntimeError(
+            "mat1 and mat2 shapes cannot be multiplied (%dx%d and %dx%d)"
+            % (x._data.shape[0], x._data.shape[1], w._data.shape[1], w._data.shape[0])
+        )
     if b._dtype is not x._dtype:
-        raise RuntimeError("self and mat2 must have the same dtype, but got %s and %s"
-                           % (b._dtype._legacy, w._dtype._legacy))
+        raise RuntimeError(
+            "self and mat2 must have the same dtype, but got %s and %s"
+            % (b._dtype._legacy, w._dtype._legacy)
+        )
     if b._data.ndim > 1 or (b._data.ndim == 1 and b._data.shape[0] not in (1, w._data.shape[0])):
-        raise RuntimeError("The size of tensor a (%d) must match the size of tensor b (%d) at "
-                           "non-singleton dimension 1" % (b._data.shape[-1], w._data.shape[0]))
+        raise RuntimeError(
+            "The size of tensor a (%d) must match the size of tensor b (%d) at "
+            "non-singleton dimension 1" % (b._data.shape[-1], w._data.shape[0])
+        )
     arr = call_quiet(np.matmul, (x._data, w._data.T))
     arr = arr + b._data
     return addmm.op.record(arr, (x, w, b), attrs=b._data.shape)

@@ -1,6 +1,7 @@
 """Losses over kernels/cpu/loss.py: mse_loss, nll_loss, cross_entropy (fused log-softmax +
 NLL), binary_cross_entropy(_with_logits).  Each backward runs the fused kernel, or the same
 gradient from nbgrad ops when a graph is being built (double backward)."""
+
 import math
 
 import numpy as np
@@ -44,6 +45,7 @@ def div_scalar(t, c):
 
 # -- mean squared error ------------------------------------------------------------------------
 
+
 def _mse_vjp(node, grads):
     g = grads[0]
     reduction, n = node.attrs
@@ -52,54 +54,70 @@ def _mse_vjp(node, grads):
     if not STATE.enabled:
         cd = compute_dtype(g._dtype)
         gx = np.empty(x.shape, cd)
-        KL.mse_bwd_cpu(carray(x, cd).reshape(-1), carray(t, cd).reshape(-1),
-                       carray(g, cd).reshape(-1), scale, gx.reshape(-1))
+        KL.mse_bwd_cpu(
+            carray(x, cd).reshape(-1),
+            carray(t, cd).reshape(-1),
+            carray(g, cd).reshape(-1),
+            scale,
+            gx.reshape(-1),
+        )
         gx = gx.astype(g._dtype.np, copy=False)
-        return (_make(gx) if needs(node, 0) else None,
-                _make(-gx) if needs(node, 1) else None)
+        return (_make(gx) if needs(node, 0) else None, _make(-gx) if needs(node, 1) else None)
     d = (x - t) * g * (2.0 * scale)
     return (d if needs(node, 0) else None, -d if needs(node, 1) else None)
 
 
-@op("mse_loss", "nn", node="MseLossBackward0", vjp=_mse_vjp, args=("x", "t"), saves=("x", "t"),
-    kernels=CPU)
+@op(
+    "mse_loss",
+    "nn",
+    node="MseLossBackward0",
+    vjp=_mse_vjp,
+    args=("x", "t"),
+    saves=("x", "t"),
+    kernels=CPU,
+)
 def mse_loss(x, t, reduction="mean"):
     """Same-shape ``x`` and ``t`` (F.mse_loss broadcasts them first)."""
     dt = _dt.result_type(x, t)
     cd = compute_dtype(dt)
     out = np.empty(x.shape, cd)
-    total = KL.mse_fwd_cpu(carray(x, cd).reshape(-1), carray(t, cd).reshape(-1),
-                           out.reshape(-1))
+    total = KL.mse_fwd_cpu(carray(x, cd).reshape(-1), carray(t, cd).reshape(-1), out.reshape(-1))
     res = _reduced(out, total, reduction, out.size, cd).astype(dt.np, copy=False)
     return mse_loss.op.record(res, (x, t), attrs=(reduction, out.size))
 
 
 # -- negative log-likelihood / cross-entropy (class indices) -----------------------------------
 
+
 def _check_nll_shapes(x, target):
     if x.ndim < 1:
         raise ValueError("Expected 1 or more dimensions (got %d)" % x.ndim)
     if x.ndim != 1 and (target.ndim == 0 or x.shape[0] != target.shape[0]):
-        raise ValueError("Expected input batch_size (%d) to match target batch_size (%d)."
-                         % (x.shape[0], target.shape[0] if target.ndim else 0))
+        raise ValueError(
+            "Expected input batch_size (%d) to match target batch_size (%d)."
+            % (x.shape[0], target.shape[0] if target.ndim else 0)
+        )
     if x.ndim <= 2:
         if target.ndim > 1:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
         if x.ndim == 1 and target.ndim != 0 and tuple(target.shape) != (1,):
-            raise RuntimeError("size mismatch (got input: %s, target: %s)"
-                               % (list(x.shape), list(target.shape)))
+            raise RuntimeError(
+                "size mismatch (got input: %s, target: %s)" % (list(x.shape), list(target.shape))
+            )
     elif x.ndim == 4:
         if target.ndim != 3:
-            raise RuntimeError("only batches of spatial targets supported (3D tensors) but got "
-                               "targets of dimension: %d" % target.ndim)
+            raise RuntimeError(
+                "only batches of spatial targets supported (3D tensors) but got "
+                "targets of dimension: %d" % target.ndim
+            )
         if tuple(target.shape) != (x.shape[0],) + tuple(x.shape[2:]):
-            raise RuntimeError("size mismatch (got input: %s , target: %s"
-                               % (list(x.shape), list(target.shape)))
+            raise RuntimeError(
+                "size mismatch (got input: %s , target: %s" % (list(x.shape), list(target.shape))
+            )
     else:
         want = (x.shape[0],) + tuple(x.shape[2:])
         if tuple(target.shape) != want:
-            raise RuntimeError("Expected target size %s, got %s" % (list(want),
-                                                                    list(target.shape)))
+            raise RuntimeError("Expected target size %s, got %s" % (list(want), list(target.shape)))
 
 
 def _check_nll(x, target, weight, ignore_index):
@@ -107,14 +125,18 @@ def _check_nll(x, target, weight, ignore_index):
     _check_nll_shapes(x, target)
     C = x.shape[0 if x.ndim == 1 else 1]
     if weight is not None and (weight.ndim != 1 or weight.shape[0] != C):
-        raise RuntimeError("weight tensor should be defined either for all %d classes or no "
-                           "classes but got weight tensor of shape: %s" % (C, list(weight.shape)))
+        raise RuntimeError(
+            "weight tensor should be defined either for all %d classes or no "
+            "classes but got weight tensor of shape: %s" % (C, list(weight.shape))
+        )
     if target._dtype not in (_dt.int64, _dt.uint8):
-        raise RuntimeError("expected target dtype to be Long or Byte, but got %s"
-                           % target._dtype._legacy)
+        raise RuntimeError(
+            "expected target dtype to be Long or Byte, but got %s" % target._dtype._legacy
+        )
     if weight is not None and weight._dtype is not x._dtype:
-        raise RuntimeError("expected scalar type %s but found %s"
-                           % (x._dtype._legacy, weight._dtype._legacy))
+        raise RuntimeError(
+            "expected scalar type %s but found %s" % (x._dtype._legacy, weight._dtype._legacy)
+        )
     ta = target._data.astype(np.int64, copy=False)
     if ta.size:
         bad = (ta != ignore_index) & ((ta < 0) | (ta >= C))
@@ -144,7 +166,8 @@ def _nll_graph_grad(g, x, t, wa, gscale, ignore_index, smoothing, fused, shape3)
         if smoothing > 0:
             wsum = float(wa.sum())
             gx = gx + (p * wsum - _make(wa.astype(dt).reshape(1, C, 1))) * _make(
-                (valid[:, None, :] * (smoothing / C)).astype(dt))
+                (valid[:, None, :] * (smoothing / C)).astype(dt)
+            )
         gx = gx * gs
     else:
         gx = gs * _make(-onehot * wt)
@@ -173,8 +196,17 @@ def _nll_vjp(node, grads):
     else:
         gs = (carray(g, cd).reshape(1, 1) * cd.type(gscale)).astype(cd)
     gx = np.empty(shape3, cd)
-    KL.nll_bwd_cpu(carray(x, cd).reshape(shape3), t, wa.astype(cd, copy=False),
-                   ignore_index, float(smoothing), fused, node.array("lse"), gs, gx)
+    KL.nll_bwd_cpu(
+        carray(x, cd).reshape(shape3),
+        t,
+        wa.astype(cd, copy=False),
+        ignore_index,
+        float(smoothing),
+        fused,
+        node.array("lse"),
+        gs,
+        gx,
+    )
     return (_make(gx.reshape(x.shape).astype(g._dtype.np, copy=False)),)
 
 
@@ -187,8 +219,17 @@ def _nll(x, target, weight, ignore_index, reduction, smoothing, fused, opdef):
     loss = np.empty((shape3[0], shape3[2]), cd)
     wt = np.empty((shape3[0], shape3[2]), cd)
     lse = np.empty((shape3[0], shape3[2]), np.float64)
-    total = KL.nll_fwd_cpu(carray(x, cd).reshape(shape3), t3, wa, int(ignore_index),
-                           float(smoothing), bool(fused), loss, wt, lse)
+    total = KL.nll_fwd_cpu(
+        carray(x, cd).reshape(shape3),
+        t3,
+        wa,
+        int(ignore_index),
+        float(smoothing),
+        bool(fused),
+        loss,
+        wt,
+        lse,
+    )
     total_w = float(wt.sum(dtype=np.float64))
     if reduction == "none":
         res = loss.reshape(tshape)
@@ -199,10 +240,13 @@ def _nll(x, target, weight, ignore_index, reduction, smoothing, fused, opdef):
             res = np.asarray(np.float64(total) / total_w, cd)
     # PyTorch's node: label smoothing adds two losses; inputs beyond 2-D go through nll_loss2d
     overload = "smoothing" if smoothing > 0 else ("1d" if x.ndim <= 2 else "2d")
-    out = opdef.record(res.astype(x._dtype.np, copy=False), (x,), overload=overload,
-                       saved={"t": t3, "w": wa, "lse": lse},
-                       attrs=(reduction, int(ignore_index), float(smoothing), bool(fused),
-                              shape3, total_w))
+    out = opdef.record(
+        res.astype(x._dtype.np, copy=False),
+        (x,),
+        overload=overload,
+        saved={"t": t3, "w": wa, "lse": lse},
+        attrs=(reduction, int(ignore_index), float(smoothing), bool(fused), shape3, total_w),
+    )
     if reduction == "none" and smoothing == 0 and (x.ndim == 3 or x.ndim > 4):
         out = out.view(tshape)  # PyTorch reshapes through nll_loss2d: ViewBackward0
     return out
@@ -219,19 +263,26 @@ def nll_loss(x, target, weight=None, ignore_index=-100, reduction="mean"):
     return _nll(x, target, weight, ignore_index, reduction, 0.0, False, nll_loss.op)
 
 
-@op("cross_entropy", "nn", node=dict(_NLL_NODES, smoothing="AddBackward0"), vjp=_nll_vjp,
-    saves=("x",), kernels=CPU)
-def cross_entropy(x, target, weight=None, ignore_index=-100, reduction="mean",
-                  label_smoothing=0.0):
+@op(
+    "cross_entropy",
+    "nn",
+    node=dict(_NLL_NODES, smoothing="AddBackward0"),
+    vjp=_nll_vjp,
+    saves=("x",),
+    kernels=CPU,
+)
+def cross_entropy(x, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
     """Logits ``x`` and class-index targets: one fused log-softmax + NLL kernel each way
     (stable for logits of any magnitude)."""
     check_float(x, "cross_entropy")
     check_no_grad(weight, "nll_loss_forward", "weight")
-    return _nll(x, target, weight, ignore_index, reduction, float(label_smoothing), True,
-                cross_entropy.op)
+    return _nll(
+        x, target, weight, ignore_index, reduction, float(label_smoothing), True, cross_entropy.op
+    )
 
 
 # -- binary cross-entropy ----------------------------------------------------------------------
+
 
 def _bce_fused_grads(node, g, kernel, extra):
     reduction, n = node.attrs[0], node.attrs[1]
@@ -239,12 +290,20 @@ def _bce_fused_grads(node, g, kernel, extra):
     cd = compute_dtype(g._dtype)
     gx = np.empty(x.shape, cd)
     gt = np.empty(x.shape, cd)
-    kernel(carray(x, cd).reshape(-1), carray(t, cd).reshape(-1), *extra,
-           carray(g, cd).reshape(-1), _reduce_scale(reduction, n), gx.reshape(-1),
-           gt.reshape(-1))
+    kernel(
+        carray(x, cd).reshape(-1),
+        carray(t, cd).reshape(-1),
+        *extra,
+        carray(g, cd).reshape(-1),
+        _reduce_scale(reduction, n),
+        gx.reshape(-1),
+        gt.reshape(-1),
+    )
     dt = g._dtype.np
-    return (_make(gx.astype(dt, copy=False)) if needs(node, 0) else None,
-            _make(gt.astype(dt, copy=False)) if needs(node, 1) else None)
+    return (
+        _make(gx.astype(dt, copy=False)) if needs(node, 0) else None,
+        _make(gt.astype(dt, copy=False)) if needs(node, 1) else None,
+    )
 
 
 def _bce_vjp(node, grads):
@@ -270,8 +329,15 @@ def _bcast_arr(t, shape, cd):
     return np.ascontiguousarray(a).reshape(-1)
 
 
-@op("binary_cross_entropy", "nn", node="BinaryCrossEntropyBackward0", vjp=_bce_vjp,
-    args=("x", "t"), saves=("x", "t"), kernels=CPU)
+@op(
+    "binary_cross_entropy",
+    "nn",
+    node="BinaryCrossEntropyBackward0",
+    vjp=_bce_vjp,
+    args=("x", "t"),
+    saves=("x", "t"),
+    kernels=CPU,
+)
 def binary_cross_entropy(x, t, weight=None, reduction="mean"):
     """Probabilities ``x`` in [0, 1]; ``weight`` broadcasts to ``x``."""
     cd = compute_dtype(x._dtype)
@@ -282,8 +348,7 @@ def binary_cross_entropy(x, t, weight=None, reduction="mean"):
     out = np.empty(x.shape, cd)
     total = KL.bce_fwd_cpu(xa, carray(t, cd).reshape(-1), wa, out.reshape(-1))
     res = _reduced(out, total, reduction, out.size, cd).astype(x._dtype.np, copy=False)
-    return binary_cross_entropy.op.record(res, (x, t), saved={"w": wa},
-                                          attrs=(reduction, out.size))
+    return binary_cross_entropy.op.record(res, (x, t), saved={"w": wa}, attrs=(reduction, out.size))
 
 
 def _bcel_vjp(node, grads):
@@ -307,8 +372,15 @@ def _bcel_vjp(node, grads):
     return gx, gt
 
 
-@op("binary_cross_entropy_with_logits", "nn", node="BinaryCrossEntropyWithLogitsBackward0",
-    vjp=_bcel_vjp, args=("x", "t"), saves=("x", "t"), kernels=CPU)
+@op(
+    "binary_cross_entropy_with_logits",
+    "nn",
+    node="BinaryCrossEntropyWithLogitsBackward0",
+    vjp=_bcel_vjp,
+    args=("x", "t"),
+    saves=("x", "t"),
+    kernels=CPU,
+)
 def binary_cross_entropy_with_logits(x, t, weight=None, pos_weight=None, reduction="mean"):
     """Logits ``x``; ``weight`` and ``pos_weight`` broadcast to ``x``."""
     cd = compute_dtype(x._dtype)
@@ -316,8 +388,10 @@ def binary_cross_entropy_with_logits(x, t, weight=None, pos_weight=None, reducti
     wa = _bcast_arr(weight, shape, cd)
     pwa = _bcast_arr(pos_weight, shape, cd)
     out = np.empty(shape, cd)
-    total = KL.bcel_fwd_cpu(carray(x, cd).reshape(-1), carray(t, cd).reshape(-1), wa, pwa,
-                            out.reshape(-1))
+    total = KL.bcel_fwd_cpu(
+        carray(x, cd).reshape(-1), carray(t, cd).reshape(-1), wa, pwa, out.reshape(-1)
+    )
     res = _reduced(out, total, reduction, out.size, cd).astype(x._dtype.np, copy=False)
-    return binary_cross_entropy_with_logits.op.record(res, (x, t), saved={"w": wa, "pw": pwa},
-                                                      attrs=(reduction, out.size))
+    return binary_cross_entropy_with_logits.op.record(
+        res, (x, t), saved={"w": wa, "pw": pwa}, attrs=(reduction, out.size)
+    )

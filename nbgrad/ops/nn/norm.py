@@ -1,5 +1,6 @@
 """layer_norm and batch_norm over kernels/cpu/norm.py: fused forward and backward kernels,
 and the same gradients from nbgrad ops when a graph is being built (double backward)."""
+
 import numbers
 
 import numpy as np
@@ -20,13 +21,23 @@ def _fused_ln_grads(node, g, x, w, k, M, N):
     gx = np.empty((M, N), cd)
     gw = np.empty(N, np.float64)
     gb = np.empty(N, np.float64)
-    KN.layer_norm_bwd_cpu(carray(g, cd).reshape(M, N), carray(x, cd).reshape(M, N),
-                          node.array("mean"), node.array("rstd"), wa, gx, gw, gb)
+    KN.layer_norm_bwd_cpu(
+        carray(g, cd).reshape(M, N),
+        carray(x, cd).reshape(M, N),
+        node.array("mean"),
+        node.array("rstd"),
+        wa,
+        gx,
+        gw,
+        gb,
+    )
     dt = g._dtype.np
-    pshape = tuple(x.shape[x.ndim - k:])
-    return (_make(gx.reshape(x.shape).astype(dt)) if needs(node, 0) else None,
-            _make(gw.reshape(pshape).astype(dt)) if needs(node, 1) else None,
-            _make(gb.reshape(pshape).astype(dt)) if needs(node, 2) else None)
+    pshape = tuple(x.shape[x.ndim - k :])
+    return (
+        _make(gx.reshape(x.shape).astype(dt)) if needs(node, 0) else None,
+        _make(gw.reshape(pshape).astype(dt)) if needs(node, 1) else None,
+        _make(gb.reshape(pshape).astype(dt)) if needs(node, 2) else None,
+    )
 
 
 def _ln_vjp(node, grads):
@@ -45,8 +56,9 @@ def _ln_vjp(node, grads):
     gxh = g * w if w is not None else g
     gx = gw = gb = None
     if needs(node, 0):
-        gx = rstd * (gxh - gxh.mean(dims, keepdim=True)
-                     - xhat * (gxh * xhat).mean(dims, keepdim=True))
+        gx = rstd * (
+            gxh - gxh.mean(dims, keepdim=True) - xhat * (gxh * xhat).mean(dims, keepdim=True)
+        )
     if needs(node, 1):
         gw = (g * xhat).sum(lead) if lead else g * xhat
     if needs(node, 2):
@@ -62,32 +74,44 @@ def _check_layer_norm(x, normalized_shape, w, b):
     ns = tuple(int(v) for v in normalized_shape)
     k = len(ns)
     if k == 0:
-        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., "
-                           "containing at least one element, but got normalized_shape = []")
+        raise RuntimeError(
+            "Expected normalized_shape to be at least 1-dimensional, i.e., "
+            "containing at least one element, but got normalized_shape = []"
+        )
     for name, t in (("weight", w), ("bias", b)):
         if t is not None and tuple(t.shape) != ns:
-            raise RuntimeError("Expected %s to be of same shape as normalized_shape, but got %s "
-                               "of shape %s and normalized_shape = %s"
-                               % (name, name, list(t.shape), list(ns)))
-    if x.ndim < k or tuple(x.shape[x.ndim - k:]) != ns:
-        raise RuntimeError("Given normalized_shape=%s, expected input with shape [*, %s], but "
-                           "got input of size%s" % (list(ns), ", ".join(map(str, ns)),
-                                                    list(x.shape)))
+            raise RuntimeError(
+                "Expected %s to be of same shape as normalized_shape, but got %s "
+                "of shape %s and normalized_shape = %s" % (name, name, list(t.shape), list(ns))
+            )
+    if x.ndim < k or tuple(x.shape[x.ndim - k :]) != ns:
+        raise RuntimeError(
+            "Given normalized_shape=%s, expected input with shape [*, %s], but "
+            "got input of size%s" % (list(ns), ", ".join(map(str, ns)), list(x.shape))
+        )
     for t in (w, b):
         if t is not None and t._dtype is not x._dtype:
-            raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of %s"
-                               % x._dtype._legacy)
+            raise RuntimeError(
+                "mixed dtype (CPU): expect parameter to have scalar type of %s" % x._dtype._legacy
+            )
     return ns
 
 
-@op("layer_norm", "nn", node="NativeLayerNormBackward0", vjp=_ln_vjp, args=("x", "w", "b"),
-    saves=("x", "w"), kernels=CPU)
+@op(
+    "layer_norm",
+    "nn",
+    node="NativeLayerNormBackward0",
+    vjp=_ln_vjp,
+    args=("x", "w", "b"),
+    saves=("x", "w"),
+    kernels=CPU,
+)
 def layer_norm(x, normalized_shape, w=None, b=None, eps=1e-5):
     """Normalise over the trailing ``normalized_shape`` dims (an int or a sequence)."""
     normalized_shape = _check_layer_norm(x, normalized_shape, w, b)
     k = len(normalized_shape)
     N = int(np.prod(normalized_shape))
-    M = int(np.prod(x.shape[:x.ndim - k]))
+    M = int(np.prod(x.shape[: x.ndim - k]))
     cd = compute_dtype(x._dtype)
     wa = carray(w, cd).reshape(N) if w is not None else np.ones(N, cd)
     ba = carray(b, cd).reshape(N) if b is not None else np.zeros(N, cd)
@@ -95,8 +119,12 @@ def layer_norm(x, normalized_shape, w=None, b=None, eps=1e-5):
     mean = np.empty(M, np.float64)
     rstd = np.empty(M, np.float64)
     KN.layer_norm_fwd_cpu(carray(x, cd).reshape(M, N), wa, ba, float(eps), y, mean, rstd)
-    return layer_norm.op.record(y.reshape(x.shape).astype(x._dtype.np, copy=False), (x, w, b),
-                                saved={"mean": mean, "rstd": rstd}, attrs=(k, eps, M, N))
+    return layer_norm.op.record(
+        y.reshape(x.shape).astype(x._dtype.np, copy=False),
+        (x, w, b),
+        saved={"mean": mean, "rstd": rstd},
+        attrs=(k, eps, M, N),
+    )
 
 
 def _fused_bn_grads(node, g, x, w, training, shape3):
@@ -106,13 +134,23 @@ def _fused_bn_grads(node, g, x, w, training, shape3):
     gx = np.empty(shape3, cd)
     gw = np.empty(C, np.float64)
     gb = np.empty(C, np.float64)
-    KN.batch_norm_bwd_cpu(carray(g, cd).reshape(shape3), carray(x, cd).reshape(shape3),
-                          node.array("mean"), node.array("rstd"), wa, bool(training), gx, gw,
-                          gb)
+    KN.batch_norm_bwd_cpu(
+        carray(g, cd).reshape(shape3),
+        carray(x, cd).reshape(shape3),
+        node.array("mean"),
+        node.array("rstd"),
+        wa,
+        bool(training),
+        gx,
+        gw,
+        gb,
+    )
     dt = g._dtype.np
-    return (_make(gx.reshape(x.shape).astype(dt)) if needs(node, 0) else None,
-            _make(gw.astype(dt)) if needs(node, 1) else None,
-            _make(gb.astype(dt)) if needs(node, 2) else None)
+    return (
+        _make(gx.reshape(x.shape).astype(dt)) if needs(node, 0) else None,
+        _make(gw.astype(dt)) if needs(node, 1) else None,
+        _make(gb.astype(dt)) if needs(node, 2) else None,
+    )
 
 
 def _bn_vjp(node, grads):
@@ -139,8 +177,9 @@ def _bn_vjp(node, grads):
     if needs(node, 0):
         gxh = g * wb if wb is not None else g
         if training:
-            gx = r * (gxh - gxh.mean(dims, keepdim=True)
-                      - xhat * (gxh * xhat).mean(dims, keepdim=True))
+            gx = r * (
+                gxh - gxh.mean(dims, keepdim=True) - xhat * (gxh * xhat).mean(dims, keepdim=True)
+            )
         else:
             gx = gxh * r
     if needs(node, 1):
@@ -155,14 +194,20 @@ def _check_batch_norm(x, running_mean, running_var, w, b, training):
     if x.ndim < 2:
         raise ValueError("Expected 2D or higher input (got %dD input)" % x.ndim)
     C = x.shape[1]
-    for name, t in (("running_mean", running_mean), ("running_var", running_var),
-                    ("weight", w), ("bias", b)):
+    for name, t in (
+        ("running_mean", running_mean),
+        ("running_var", running_var),
+        ("weight", w),
+        ("bias", b),
+    ):
         if t is not None and t.numel() != C:
             raise RuntimeError("%s should contain %d elements not %d" % (name, C, t.numel()))
     if training:
         if x.numel() // C == 1:
-            raise ValueError("Expected more than 1 value per channel when training, got input "
-                             "size %s" % size_str(x.shape))
+            raise ValueError(
+                "Expected more than 1 value per channel when training, got input "
+                "size %s" % size_str(x.shape)
+            )
     elif running_mean is None:
         raise RuntimeError("running_mean must be defined in evaluation mode")
     elif running_var is None:
@@ -196,8 +241,15 @@ def batch_norm_stats(x, running_mean, running_var, w, b, training, momentum, eps
     return mean, rstd
 
 
-@op("batch_norm", "nn", node="NativeBatchNormBackward0", vjp=_bn_vjp, args=("x", "w", "b"),
-    saves=("x", "w"), kernels=CPU)
+@op(
+    "batch_norm",
+    "nn",
+    node="NativeBatchNormBackward0",
+    vjp=_bn_vjp,
+    args=("x", "w", "b"),
+    saves=("x", "w"),
+    kernels=CPU,
+)
 def batch_norm(x, w, b, mean, rstd, training, eps):
     """``(x - mean) * rstd * w + b`` per channel (dim 1), statistics from ``batch_norm_stats``."""
     C = x.shape[1]
@@ -207,6 +259,9 @@ def batch_norm(x, w, b, mean, rstd, training, eps):
     ba = carray(b, cd) if b is not None else np.zeros(C, cd)
     y = np.empty(shape3, cd)
     KN.batch_norm_fwd_cpu(carray(x, cd).reshape(shape3), mean, rstd, wa, ba, y)
-    return batch_norm.op.record(y.reshape(x.shape).astype(x._dtype.np, copy=False), (x, w, b),
-                                saved={"mean": mean, "rstd": rstd},
-                                attrs=(bool(training), eps, shape3))
+    return batch_norm.op.record(
+        y.reshape(x.shape).astype(x._dtype.np, copy=False),
+        (x, w, b),
+        saved={"mean": mean, "rstd": rstd},
+        attrs=(bool(training), eps, shape3),
+    )

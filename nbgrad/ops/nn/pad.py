@@ -1,5 +1,6 @@
 """pad: constant padding (its backward is the same op with negated pads) and the reflect /
 replicate / circular modes, which gather along index maps and scatter-add back."""
+
 import numpy as np
 
 from ..._tensor import Tensor
@@ -33,9 +34,11 @@ def constant_pad_nd(x, pad, value=0.0):
         n = shape[d]
         new = n + lo + hi
         if new < 0:
-            raise RuntimeError("The input size %d, plus negative padding %d and %d resulted in a "
-                               "negative output size, which is invalid. Check dimension %d of "
-                               "your input." % (n, lo, hi, d))
+            raise RuntimeError(
+                "The input size %d, plus negative padding %d and %d resulted in a "
+                "negative output size, which is invalid. Check dimension %d of "
+                "your input." % (n, lo, hi, d)
+            )
         s0, s1 = max(-lo, 0), n - max(-hi, 0)
         d0 = max(lo, 0)
         length = max(s1 - s0, 0)
@@ -67,10 +70,10 @@ def _index_pad_vjp(node, grads):
         a = carray(g, cd)
         for d, idx in reversed(maps):
             shp = a.shape
-            A, B = int(np.prod(shp[:d])), int(np.prod(shp[d + 1:]))
+            A, B = int(np.prod(shp[:d])), int(np.prod(shp[d + 1 :]))
             out = np.empty((A, in_shape[d], B), cd)
             KC.index_add_axis1_cpu(a.reshape(A, shp[d], B), idx, out)
-            a = out.reshape(shp[:d] + (in_shape[d],) + shp[d + 1:])
+            a = out.reshape(shp[:d] + (in_shape[d],) + shp[d + 1 :])
         return (_make(a.astype(g._dtype.np, copy=False)),)
     for d, idx in reversed(maps):
         shp = list(g.shape)
@@ -88,9 +91,11 @@ def _index_pad(x, pad, mode, opdef, overload=None):
     for d, lo, hi in _pad_pairs(pad, a.ndim):
         n = a.shape[d]
         if mode == "reflect" and (lo >= n or hi >= n):
-            raise RuntimeError("Argument #4: Padding size should be less than the corresponding "
-                               "input dimension, but got: padding (%d, %d) at dimension %d of "
-                               "input %s" % (lo, hi, d, list(a.shape)))
+            raise RuntimeError(
+                "Argument #4: Padding size should be less than the corresponding "
+                "input dimension, but got: padding (%d, %d) at dimension %d of "
+                "input %s" % (lo, hi, d, list(a.shape))
+            )
         if mode == "circular" and (lo > n or hi > n):
             raise RuntimeError("Padding value causes wrapping around more than once.")
         if n + lo + hi < 0 or (mode == "replicate" and n == 0):
@@ -98,8 +103,9 @@ def _index_pad(x, pad, mode, opdef, overload=None):
         maps.append((d, _index_map(n, lo, hi, mode)))
     for d, idx in maps:
         a = np.take(a, idx, axis=d)
-    return opdef.record(np.ascontiguousarray(a), (x,), overload=overload,
-                        attrs=(maps, tuple(x.shape)))
+    return opdef.record(
+        np.ascontiguousarray(a), (x,), overload=overload, attrs=(maps, tuple(x.shape))
+    )
 
 
 def _nd_nodes(name):
@@ -110,14 +116,24 @@ def _nd_nodes(name):
 CPU = {"cpu": KC}
 
 
-@op("pad.reflect", "nn", node=_nd_nodes("ReflectionPad%dDBackward0"), vjp=_index_pad_vjp,
-    kernels=CPU)
+@op(
+    "pad.reflect",
+    "nn",
+    node=_nd_nodes("ReflectionPad%dDBackward0"),
+    vjp=_index_pad_vjp,
+    kernels=CPU,
+)
 def reflection_pad(x, pad):
     return _index_pad(x, pad, "reflect", reflection_pad.op, len(pad) // 2)
 
 
-@op("pad.replicate", "nn", node=_nd_nodes("ReplicationPad%dDBackward0"), vjp=_index_pad_vjp,
-    kernels=CPU)
+@op(
+    "pad.replicate",
+    "nn",
+    node=_nd_nodes("ReplicationPad%dDBackward0"),
+    vjp=_index_pad_vjp,
+    kernels=CPU,
+)
 def replication_pad(x, pad):
     return _index_pad(x, pad, "replicate", replication_pad.op, len(pad) // 2)
 
@@ -137,9 +153,10 @@ def pad(x, pad, mode="constant", value=None):
     if len(pad) % 2 != 0:
         raise RuntimeError("Padding length must be divisible by 2")
     if len(pad) // 2 > x.ndim:
-        raise RuntimeError("Padding length should be less than or equal to two times the input "
-                           "dimension but got padding length %d and input of dimension %d"
-                           % (len(pad), x.ndim))
+        raise RuntimeError(
+            "Padding length should be less than or equal to two times the input "
+            "dimension but got padding length %d and input of dimension %d" % (len(pad), x.ndim)
+        )
     if mode == "constant":
         return constant_pad_nd(x, pad, 0.0 if value is None else value)
     if value is not None and value != 0:
@@ -148,7 +165,8 @@ def pad(x, pad, mode="constant", value=None):
         raise NotImplementedError("Unrecognised padding mode %s" % mode)
     k = len(pad) // 2
     if x.ndim not in (k + 1, k + 2) or k > 3:
-        raise NotImplementedError("Padding size %d is not supported for %dD input tensor."
-                                  % (len(pad), x.ndim))
+        raise NotImplementedError(
+            "Padding size %d is not supported for %dD input tensor." % (len(pad), x.ndim)
+        )
     check_float(x, "pad")
     return _MODES[mode](x, pad)

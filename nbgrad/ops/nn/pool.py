@@ -1,5 +1,6 @@
 """max_pool2d and avg_pool2d: window geometry, forward and backward over kernels/cpu/pool.py.
 Average pooling is linear: its backward is an op whose backward is the forward again."""
+
 import numpy as np
 
 from ..._tensor import Tensor
@@ -18,8 +19,9 @@ def _pool_tuple(v, name, fn):
         if len(v) == 1:
             return (int(v[0]),) * 2
         if len(v) != 2:
-            raise RuntimeError("%s: %s must either be a single int, or a tuple of two ints"
-                               % (fn, name))
+            raise RuntimeError(
+                "%s: %s must either be a single int, or a tuple of two ints" % (fn, name)
+            )
         return (int(v[0]), int(v[1]))
     return (int(v), int(v))
 
@@ -34,15 +36,15 @@ def _pool_out(n, k, p, s, d, ceil_mode):
 
 def _check_window(k, s, d):
     if any(v <= 0 for v in k):
-        raise RuntimeError("kernel size should be greater than zero, but got kH: %d kW: %d"
-                           % k)
+        raise RuntimeError("kernel size should be greater than zero, but got kH: %d kW: %d" % k)
     if any(v == 0 for v in s):
         raise RuntimeError("stride should not be zero")
     if any(v <= 0 for v in s):
         raise RuntimeError("stride should be greater than zero, but got dH: %d dW: %d" % s)
     if any(v <= 0 for v in d):
-        raise RuntimeError("dilation should be greater than zero, but got dilationH: %d "
-                           "dilationW: %d" % d)
+        raise RuntimeError(
+            "dilation should be greater than zero, but got dilationH: %d dilationW: %d" % d
+        )
 
 
 def _pool_geometry(x, kernel_size, stride, padding, dilation, ceil_mode, fn):
@@ -61,18 +63,23 @@ def _pool_geometry(x, kernel_size, stride, padding, dilation, ceil_mode, fn):
         if pp < 0:
             raise RuntimeError("pad must be non-negative, but got pad: %d" % pp)
         if pp > ((kk - 1) * dd + 1) // 2:
-            raise RuntimeError("pad should be at most half of effective kernel size, but got "
-                               "pad=%d, kernel_size=%d and dilation=%d" % (pp, kk, dd))
+            raise RuntimeError(
+                "pad should be at most half of effective kernel size, but got "
+                "pad=%d, kernel_size=%d and dilation=%d" % (pp, kk, dd)
+            )
     C, H, W = x.shape[-3:]
     OH = _pool_out(H, k[0], p[0], s[0], d[0], ceil_mode)
     OW = _pool_out(W, k[1], p[1], s[1], d[1], ceil_mode)
     if OH < 1 or OW < 1:
-        raise RuntimeError("Given input size: (%dx%dx%d). Calculated output size: (%dx%dx%d). "
-                           "Output size is too small" % (C, H, W, C, max(OH, 0), max(OW, 0)))
+        raise RuntimeError(
+            "Given input size: (%dx%dx%d). Calculated output size: (%dx%dx%d). "
+            "Output size is too small" % (C, H, W, C, max(OH, 0), max(OW, 0))
+        )
     return k, s, p, d, OH, OW
 
 
 # -- max pooling -------------------------------------------------------------------------------
+
 
 def _maxpool_vjp(node, grads):
     g = grads[0]
@@ -81,51 +88,67 @@ def _maxpool_vjp(node, grads):
     if not STATE.enabled:
         cd = compute_dtype(g._dtype)
         gx = np.empty((P, H * W), cd)
-        KP.maxpool2d_bwd_cpu(carray(g, cd).reshape(P, idx.shape[-2], idx.shape[-1]),
-                             idx.reshape(P, idx.shape[-2], idx.shape[-1]), gx)
+        KP.maxpool2d_bwd_cpu(
+            carray(g, cd).reshape(P, idx.shape[-2], idx.shape[-1]),
+            idx.reshape(P, idx.shape[-2], idx.shape[-1]),
+            gx,
+        )
         return (_make(gx.reshape(xshape).astype(g._dtype.np, copy=False)),)
     n = idx.shape[-2] * idx.shape[-1]
-    gx = zeros((P, H * W), dtype=g.dtype).scatter_add(1, _make(idx.reshape(P, n)),
-                                                       g.reshape(P, n))
+    gx = zeros((P, H * W), dtype=g.dtype).scatter_add(1, _make(idx.reshape(P, n)), g.reshape(P, n))
     return (gx.reshape(xshape),)
 
 
-@op("max_pool2d", "nn", node="MaxPool2DWithIndicesBackward0", vjp=_maxpool_vjp, saves=("x",),
-    kernels=CPU)
+@op(
+    "max_pool2d",
+    "nn",
+    node="MaxPool2DWithIndicesBackward0",
+    vjp=_maxpool_vjp,
+    saves=("x",),
+    kernels=CPU,
+)
 def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
     """Returns (values, flat H*W argmax indices) like PyTorch's max_pool2d_with_indices."""
     check_float(x, "max_pool2d")
     (kh, kw), (sh, sw), (ph, pw), (dh, dw), OH, OW = _pool_geometry(
-        x, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")
+        x, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d"
+    )
     H, W = x.shape[-2:]
     P = int(np.prod(x.shape[:-2]))
     cd = compute_dtype(x._dtype)
     out = np.empty((P, OH, OW), cd)
     idx = np.empty((P, OH, OW), np.int64)
-    KP.maxpool2d_fwd_cpu(carray(x, cd).reshape(P, H, W), out, idx, kh, kw, sh, sw, ph, pw, dh,
-                         dw)
+    KP.maxpool2d_fwd_cpu(carray(x, cd).reshape(P, H, W), out, idx, kh, kw, sh, sw, ph, pw, dh, dw)
     oshape = tuple(x.shape[:-2]) + (OH, OW)
     idx = idx.reshape(oshape)
-    y = max_pool2d.op.record(out.reshape(oshape).astype(x._dtype.np, copy=False), (x,),
-                             saved={"idx": idx}, attrs=(tuple(x.shape), P, H, W))
+    y = max_pool2d.op.record(
+        out.reshape(oshape).astype(x._dtype.np, copy=False),
+        (x,),
+        saved={"idx": idx},
+        attrs=(tuple(x.shape), P, H, W),
+    )
     return y, _make(idx)
 
 
 # -- average pooling ---------------------------------------------------------------------------
 
+
 class AvgGeom:
     """Shapes and kernel arguments of one average pooling."""
+
     __slots__ = ("H", "OH", "OW", "P", "W", "args", "dtype", "xshape", "yshape")
 
 
-def avg_pool2d_geometry(x, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                        divisor_override):
+def avg_pool2d_geometry(
+    x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+):
     """The checked ``AvgGeom`` of ``F.avg_pool2d(x, ...)``."""
     check_float(x, "avg_pool2d")
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
     (kh, kw), (sh, sw), (ph, pw), _, OH, OW = _pool_geometry(
-        x, kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d")
+        x, kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d"
+    )
     geo = AvgGeom()
     geo.H, geo.W = x.shape[-2:]
     geo.P = int(np.prod(x.shape[:-2]))
@@ -151,16 +174,24 @@ def avg_pool2d(x, geo):
     cd = compute_dtype(geo.dtype)
     out = np.empty((geo.P, geo.OH, geo.OW), cd)
     KP.avgpool2d_fwd_cpu(carray(x, cd).reshape(geo.P, geo.H, geo.W), out, *geo.args)
-    return avg_pool2d.op.record(out.reshape(geo.yshape).astype(geo.dtype.np, copy=False), (x,),
-                                attrs=geo)
+    return avg_pool2d.op.record(
+        out.reshape(geo.yshape).astype(geo.dtype.np, copy=False), (x,), attrs=geo
+    )
 
 
-@internal_op("avg_pool2d_backward", "nn", node="AvgPool2DBackwardBackward0",
-             vjp=_avg_backward_vjp, args=("g",), kernels=CPU)
+@internal_op(
+    "avg_pool2d_backward",
+    "nn",
+    node="AvgPool2DBackwardBackward0",
+    vjp=_avg_backward_vjp,
+    args=("g",),
+    kernels=CPU,
+)
 def avg_pool2d_backward(g, geo):
     """The adjoint of ``avg_pool2d``: y-shaped ``g`` spread back over the windows."""
     cd = compute_dtype(geo.dtype)
     gx = np.empty((geo.P, geo.H, geo.W), cd)
     KP.avgpool2d_bwd_cpu(carray(g, cd).reshape(geo.P, geo.OH, geo.OW), gx, *geo.args)
     return avg_pool2d_backward.op.record(
-        gx.reshape(geo.xshape).astype(geo.dtype.np, copy=False), (g,), attrs=geo)
+        gx.reshape(geo.xshape).astype(geo.dtype.np, copy=False), (g,), attrs=geo
+    )

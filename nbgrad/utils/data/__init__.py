@@ -1,13 +1,44 @@
 """``nbgrad.utils.data``: datasets, samplers and a single-process DataLoader
 (the ``torch.utils.data`` API)."""
+
 from .collate import default_collate, default_convert  # noqa: F401
 from .dataloader import DataLoader, get_worker_info  # noqa: F401
-from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset,  # noqa: F401
-                      StackDataset, Subset, TensorDataset, random_split)
-from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,  # noqa: F401
-                      SubsetRandomSampler, WeightedRandomSampler)
+from .dataset import (
+    ChainDataset,
+    ConcatDataset,
+    Dataset,
+    IterableDataset,  # noqa: F401
+    StackDataset,
+    Subset,
+    TensorDataset,
+    random_split,
+)
+from .sampler import (
+    BatchSampler,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,  # noqa: F401
+    SubsetRandomSampler,
+    WeightedRandomSampler,
+)
 
-__all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset",
-           "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler", "StackDataset",
-           "Subset", "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler",
-           "default_collate", "default_convert", "get_worker_info", "random_split"]
+__all__ = [
+    "BatchSampler",
+    "ChainDataset",
+    "ConcatDataset",
+    "DataLoader",
+    "Dataset",
+    "IterableDataset",
+    "RandomSampler",
+    "Sampler",
+    "SequentialSampler",
+    "StackDataset",
+    "Subset",
+    "SubsetRandomSampler",
+    "TensorDataset",
+    "WeightedRandomSampler",
+    "default_collate",
+    "default_convert",
+    "get_worker_info",
+    "random_split",
+]

@@ -1,24 +1,25 @@
 """``default_collate`` / ``default_convert``: turn a list of samples into a batch, the way
 ``torch.utils.data.default_collate`` does (tensors are stacked, numbers become tensors, tuples
 become lists, mappings and namedtuples keep their type)."""
+
 import collections.abc
 import copy
 import re
 
 import numpy as np
+
 from ..._tensor import Tensor
-from ...ops.shape import stack
-from ...creation import as_tensor
-from ...creation import tensor
+from ...creation import as_tensor, tensor
 from ...dtypes import float64
+from ...ops.shape import stack
 
 __all__ = ["default_collate", "default_convert", "collate", "default_collate_fn_map"]
 
 np_str_obj_array_pattern = re.compile(r"[SaUO]")
 
 default_collate_err_msg_format = (
-    "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; "
-    "found {}")
+    "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
+)
 
 
 def _tensor_type():
@@ -39,17 +40,27 @@ def collate(batch, *, collate_fn_map=None):
         try:
             if isinstance(elem, collections.abc.MutableMapping):
                 clone = copy.copy(elem)
-                clone.update({key: collate([d[key] for d in batch],
-                                           collate_fn_map=collate_fn_map) for key in elem})
+                clone.update(
+                    {
+                        key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map)
+                        for key in elem
+                    }
+                )
                 return clone
-            return elem_type({key: collate([d[key] for d in batch],
-                                           collate_fn_map=collate_fn_map) for key in elem})
+            return elem_type(
+                {
+                    key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map)
+                    for key in elem
+                }
+            )
         except TypeError:
-            return {key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map)
-                    for key in elem}
+            return {
+                key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map) for key in elem
+            }
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
-        return elem_type(*(collate(samples, collate_fn_map=collate_fn_map)
-                           for samples in zip(*batch)))
+        return elem_type(
+            *(collate(samples, collate_fn_map=collate_fn_map) for samples in zip(*batch))
+        )
     if isinstance(elem, collections.abc.Sequence):
         it = iter(batch)
         elem_size = len(next(it))
@@ -57,16 +68,18 @@ def collate(batch, *, collate_fn_map=None):
             raise RuntimeError("each element in list of batch should be of equal size")
         transposed = list(zip(*batch))
         if isinstance(elem, tuple):
-            return [collate(samples, collate_fn_map=collate_fn_map)
-                    for samples in transposed]  # a list, as PyTorch does
+            return [
+                collate(samples, collate_fn_map=collate_fn_map) for samples in transposed
+            ]  # a list, as PyTorch does
         try:
             if isinstance(elem, collections.abc.MutableSequence):
                 clone = copy.copy(elem)
                 for i, samples in enumerate(transposed):
                     clone[i] = collate(samples, collate_fn_map=collate_fn_map)
                 return clone
-            return elem_type([collate(samples, collate_fn_map=collate_fn_map)
-                              for samples in transposed])
+            return elem_type(
+                [collate(samples, collate_fn_map=collate_fn_map) for samples in transposed]
+            )
         except TypeError:
             return [collate(samples, collate_fn_map=collate_fn_map) for samples in transposed]
     raise TypeError(default_collate_err_msg_format.format(elem_type))
@@ -99,7 +112,7 @@ def collate_str_fn(batch, *, collate_fn_map=None):
     return batch
 
 
-default_collate_fn_map = {}   # filled on first use (the Tensor class is imported lazily)
+default_collate_fn_map = {}  # filled on first use (the Tensor class is imported lazily)
 _FILLED = [False]
 
 
@@ -132,8 +145,10 @@ def default_convert(data):
     if isinstance(data, Tensor):
         return data
     if elem_type.__module__ == "numpy" and elem_type.__name__ not in ("str_", "string_"):
-        if elem_type.__name__ == "ndarray" \
-                and np_str_obj_array_pattern.search(data.dtype.str) is not None:
+        if (
+            elem_type.__name__ == "ndarray"
+            and np_str_obj_array_pattern.search(data.dtype.str) is not None
+        ):
             return data
         return as_tensor(np.asarray(data))
     if isinstance(data, collections.abc.Mapping):

@@ -3,6 +3,7 @@
 ``num_workers > 0`` is accepted and runs in the main process (same batches, same order);
 ``pin_memory`` is accepted and ignored (CPU tensors).
 """
+
 from . import collate as _collate
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, _seed_from
@@ -43,20 +44,40 @@ class DataLoader:
 
     __initialized = False
 
-    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
-                 num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
-                 worker_init_fn=None, multiprocessing_context=None, generator=None, *,
-                 prefetch_factor=None, persistent_workers=False, pin_memory_device="",
-                 in_order=True):
+    def __init__(
+        self,
+        dataset,
+        batch_size=1,
+        shuffle=None,
+        sampler=None,
+        batch_sampler=None,
+        num_workers=0,
+        collate_fn=None,
+        pin_memory=False,
+        drop_last=False,
+        timeout=0,
+        worker_init_fn=None,
+        multiprocessing_context=None,
+        generator=None,
+        *,
+        prefetch_factor=None,
+        persistent_workers=False,
+        pin_memory_device="",
+        in_order=True,
+    ):
         if num_workers < 0:
-            raise ValueError("num_workers option should be non-negative; use num_workers=0 to "
-                             "disable multiprocessing.")
+            raise ValueError(
+                "num_workers option should be non-negative; use num_workers=0 to "
+                "disable multiprocessing."
+            )
         if timeout < 0:
             raise ValueError("timeout option should be non-negative")
         if num_workers == 0 and prefetch_factor is not None:
-            raise ValueError("prefetch_factor option could only be specified in "
-                             "multiprocessing.let num_workers > 0 to enable multiprocessing, "
-                             "otherwise set prefetch_factor to None.")
+            raise ValueError(
+                "prefetch_factor option could only be specified in "
+                "multiprocessing.let num_workers > 0 to enable multiprocessing, "
+                "otherwise set prefetch_factor to None."
+            )
         elif num_workers > 0 and prefetch_factor is None:
             prefetch_factor = 2
         elif prefetch_factor is not None and prefetch_factor < 0:
@@ -77,15 +98,20 @@ class DataLoader:
         if isinstance(dataset, IterableDataset):
             self._dataset_kind = _DatasetKind.Iterable
             if shuffle not in (False, None):
-                raise ValueError("DataLoader with IterableDataset: expected unspecified shuffle "
-                                 "option, but got shuffle=%s" % (shuffle,))
+                raise ValueError(
+                    "DataLoader with IterableDataset: expected unspecified shuffle "
+                    "option, but got shuffle=%s" % (shuffle,)
+                )
             if sampler is not None:
-                raise ValueError("DataLoader with IterableDataset: expected unspecified sampler "
-                                 "option, but got sampler=%s" % (sampler,))
+                raise ValueError(
+                    "DataLoader with IterableDataset: expected unspecified sampler "
+                    "option, but got sampler=%s" % (sampler,)
+                )
             if batch_sampler is not None:
-                raise ValueError("DataLoader with IterableDataset: expected unspecified "
-                                 "batch_sampler option, but got batch_sampler=%s"
-                                 % (batch_sampler,))
+                raise ValueError(
+                    "DataLoader with IterableDataset: expected unspecified "
+                    "batch_sampler option, but got batch_sampler=%s" % (batch_sampler,)
+                )
         else:
             shuffle = bool(shuffle)
             self._dataset_kind = _DatasetKind.Map
@@ -94,14 +120,18 @@ class DataLoader:
             raise ValueError("sampler option is mutually exclusive with shuffle")
         if batch_sampler is not None:
             if batch_size != 1 or shuffle or sampler is not None or drop_last:
-                raise ValueError("batch_sampler option is mutually exclusive with batch_size, "
-                                 "shuffle, sampler, and drop_last")
+                raise ValueError(
+                    "batch_sampler option is mutually exclusive with batch_size, "
+                    "shuffle, sampler, and drop_last"
+                )
             batch_size = None
             drop_last = False
         elif batch_size is None:
             if drop_last:
-                raise ValueError("batch_size=None option disables auto-batching and is "
-                                 "mutually exclusive with drop_last")
+                raise ValueError(
+                    "batch_size=None option disables auto-batching and is "
+                    "mutually exclusive with drop_last"
+                )
 
         if sampler is None:
             if self._dataset_kind == _DatasetKind.Iterable:
@@ -125,10 +155,18 @@ class DataLoader:
         self.__initialized = True
 
     def __setattr__(self, attr, val):
-        if self.__initialized and attr in ("batch_size", "batch_sampler", "sampler",
-                                           "drop_last", "dataset", "persistent_workers"):
-            raise ValueError("%s attribute should not be set after %s is initialized"
-                             % (attr, type(self).__name__))
+        if self.__initialized and attr in (
+            "batch_size",
+            "batch_sampler",
+            "sampler",
+            "drop_last",
+            "dataset",
+            "persistent_workers",
+        ):
+            raise ValueError(
+                "%s attribute should not be set after %s is initialized"
+                % (attr, type(self).__name__)
+            )
         super().__setattr__(attr, val)
 
     @property
@@ -147,8 +185,12 @@ class DataLoader:
             length = len(self.dataset)
             if self.batch_size is not None:
                 from math import ceil
-                length = length // self.batch_size if self.drop_last \
+
+                length = (
+                    length // self.batch_size
+                    if self.drop_last
                     else int(ceil(length / self.batch_size))
+                )
             return length
         return len(self._index_sampler)
 
@@ -166,8 +208,9 @@ class _SingleProcessDataLoaderIter:
         # start of every pass; doing the same keeps the random streams in step.
         self._base_seed = _seed_from(loader.generator)
         self._num_yielded = 0
-        self._dataset_iter = iter(self._dataset) \
-            if self._dataset_kind == _DatasetKind.Iterable else None
+        self._dataset_iter = (
+            iter(self._dataset) if self._dataset_kind == _DatasetKind.Iterable else None
+        )
         self._ended = False
 
     def __iter__(self):

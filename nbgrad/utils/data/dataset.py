@@ -1,13 +1,23 @@
 """Datasets: ``Dataset``, ``IterableDataset``, ``TensorDataset``, ``ConcatDataset``, ``Subset``,
 ``random_split`` (``torch.utils.data.dataset``)."""
+
 import bisect
 import itertools
 import math
 import warnings
+
 from .sampler import _randperm
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
-           "ChainDataset", "Subset", "random_split"]
+__all__ = [
+    "Dataset",
+    "IterableDataset",
+    "TensorDataset",
+    "StackDataset",
+    "ConcatDataset",
+    "ChainDataset",
+    "Subset",
+    "random_split",
+]
 
 
 class Dataset:
@@ -35,8 +45,9 @@ class TensorDataset(Dataset):
     dimension."""
 
     def __init__(self, *tensors):
-        assert all(tensors[0].size(0) == tensor.size(0) for tensor in tensors), \
+        assert all(tensors[0].size(0) == tensor.size(0) for tensor in tensors), (
             "Size mismatch between tensors"
+        )
         self.tensors = tensors
 
     def __getitem__(self, index):
@@ -52,8 +63,10 @@ class StackDataset(Dataset):
     def __init__(self, *args, **kwargs):
         if args:
             if kwargs:
-                raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via "
-                                 "``kwargs``) like input/output, but both types are given.")
+                raise ValueError(
+                    "Supported either ``tuple``- (via ``args``) or``dict``- (via "
+                    "``kwargs``) like input/output, but both types are given."
+                )
             self._length = len(args[0])
             if any(self._length != len(dataset) for dataset in args):
                 raise ValueError("Size mismatch between datasets")
@@ -92,8 +105,9 @@ class ConcatDataset(Dataset):
         self.datasets = list(datasets)
         assert len(self.datasets) > 0, "datasets should not be an empty iterable"
         for d in self.datasets:
-            assert not isinstance(d, IterableDataset), \
+            assert not isinstance(d, IterableDataset), (
                 "ConcatDataset does not support IterableDataset"
+            )
         self.cumulative_sizes = self.cumsum(self.datasets)
 
     def __len__(self):
@@ -117,15 +131,13 @@ class ChainDataset(IterableDataset):
 
     def __iter__(self):
         for d in self.datasets:
-            assert isinstance(d, IterableDataset), \
-                "ChainDataset only supports IterableDataset"
+            assert isinstance(d, IterableDataset), "ChainDataset only supports IterableDataset"
             yield from d
 
     def __len__(self):
         total = 0
         for d in self.datasets:
-            assert isinstance(d, IterableDataset), \
-                "ChainDataset only supports IterableDataset"
+            assert isinstance(d, IterableDataset), "ChainDataset only supports IterableDataset"
             total += len(d)
         return total
 
@@ -166,10 +178,14 @@ def random_split(dataset, lengths, generator=None):
         lengths = subset_lengths
         for i, length in enumerate(lengths):
             if length == 0:
-                warnings.warn("Length of split at index %d is 0. This might result in an empty "
-                              "dataset." % i, stacklevel=2)
+                warnings.warn(
+                    "Length of split at index %d is 0. This might result in an empty dataset." % i,
+                    stacklevel=2,
+                )
     if sum(lengths) != len(dataset):
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     indices = _randperm(sum(lengths), generator)
-    return [Subset(dataset, indices[offset - length:offset])
-            for offset, length in zip(itertools.accumulate(lengths), lengths)]
+    return [
+        Subset(dataset, indices[offset - length : offset])
+        for offset, length in zip(itertools.accumulate(lengths), lengths)
+    ]

@@ -5,14 +5,22 @@ numpy ``rng`` attribute; a ``numpy.random.Generator`` is accepted too).  Without
 seed is drawn from nbgrad's default generator on every pass -- so ``nbgrad.manual_seed``
 makes shuffling reproducible and each epoch still gets a new permutation, as in PyTorch.
 """
+
 import itertools
 
 import numpy as np
-from ... import random as _random
-from ... import creation
 
-__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
-           "WeightedRandomSampler", "BatchSampler"]
+from ... import creation
+from ... import random as _random
+
+__all__ = [
+    "Sampler",
+    "SequentialSampler",
+    "RandomSampler",
+    "SubsetRandomSampler",
+    "WeightedRandomSampler",
+    "BatchSampler",
+]
 
 
 def _np_rng(generator):
@@ -29,7 +37,7 @@ def _np_rng(generator):
 
 def _seed_from(generator):
     """A 63-bit seed drawn from ``generator`` (``torch.empty((), dtype=int64).random_()``)."""
-    return int(_np_rng(generator).integers(0, 2 ** 63 - 1, dtype=np.int64))
+    return int(_np_rng(generator).integers(0, 2**63 - 1, dtype=np.int64))
 
 
 def _randperm(n, generator):
@@ -68,11 +76,15 @@ class RandomSampler(Sampler):
         self._num_samples = num_samples
         self.generator = generator
         if not isinstance(self.replacement, bool):
-            raise TypeError("replacement should be a boolean value, but got replacement=%s"
-                            % (self.replacement,))
+            raise TypeError(
+                "replacement should be a boolean value, but got replacement=%s"
+                % (self.replacement,)
+            )
         if not isinstance(self.num_samples, int) or self.num_samples <= 0:
-            raise ValueError("num_samples should be a positive integer value, but got "
-                             "num_samples=%s" % (self.num_samples,))
+            raise ValueError(
+                "num_samples should be a positive integer value, but got "
+                "num_samples=%s" % (self.num_samples,)
+            )
 
     @property
     def num_samples(self):
@@ -91,7 +103,7 @@ class RandomSampler(Sampler):
         else:
             for _ in range(self.num_samples // n):
                 yield from rng.permutation(n).tolist()
-            yield from rng.permutation(n).tolist()[:self.num_samples % n]
+            yield from rng.permutation(n).tolist()[: self.num_samples % n]
 
     def __len__(self):
         return self.num_samples
@@ -117,16 +129,20 @@ class WeightedRandomSampler(Sampler):
 
     def __init__(self, weights, num_samples, replacement=True, generator=None):
         if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
-            raise ValueError("num_samples should be a positive integer value, but got "
-                             "num_samples=%s" % (num_samples,))
+            raise ValueError(
+                "num_samples should be a positive integer value, but got "
+                "num_samples=%s" % (num_samples,)
+            )
         if not isinstance(replacement, bool):
-            raise ValueError("replacement should be a boolean value, but got replacement=%s"
-                             % (replacement,))
-        w = np.asarray(weights.numpy() if hasattr(weights, "numpy") else weights,
-                       dtype=np.float64)
+            raise ValueError(
+                "replacement should be a boolean value, but got replacement=%s" % (replacement,)
+            )
+        w = np.asarray(weights.numpy() if hasattr(weights, "numpy") else weights, dtype=np.float64)
         if w.ndim != 1:
-            raise ValueError("weights should be a 1d sequence but given weights have shape %s"
-                             % (tuple(w.shape),))
+            raise ValueError(
+                "weights should be a 1d sequence but given weights have shape %s"
+                % (tuple(w.shape),)
+            )
         self.weights = creation.tensor(w)
         self.num_samples = num_samples
         self.replacement = replacement
@@ -137,11 +153,13 @@ class WeightedRandomSampler(Sampler):
         if (w < 0).any() or not np.isfinite(w).all() or w.sum() <= 0:
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
         if not self.replacement and self.num_samples > int((w > 0).sum()):
-            raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
-                               "replacement")
+            raise RuntimeError(
+                "cannot sample n_sample > prob_dist.size(-1) samples without replacement"
+            )
         rng = _np_rng(self.generator)
-        yield from rng.choice(len(w), size=self.num_samples, replace=self.replacement,
-                              p=w / w.sum()).tolist()
+        yield from rng.choice(
+            len(w), size=self.num_samples, replace=self.replacement, p=w / w.sum()
+        ).tolist()
 
     def __len__(self):
         return self.num_samples
@@ -152,11 +170,14 @@ class BatchSampler(Sampler):
 
     def __init__(self, sampler, batch_size, drop_last):
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
-            raise ValueError("batch_size should be a positive integer value, but got "
-                             "batch_size=%s" % (batch_size,))
+            raise ValueError(
+                "batch_size should be a positive integer value, but got "
+                "batch_size=%s" % (batch_size,)
+            )
         if not isinstance(drop_last, bool):
-            raise ValueError("drop_last should be a boolean value, but got drop_last=%s"
-                             % (drop_last,))
+            raise ValueError(
+                "drop_last should be a boolean value, but got drop_last=%s" % (drop_last,)
+            )
         self.sampler = sampler
         self.batch_size = batch_size
         self.drop_last = drop_last
