@@ -44,11 +44,13 @@ from .dtypes import (
     double,
     dtype,  # noqa: E402
     finfo,
+    float as float,  # noqa: E402,A004
     float16,
     float32,
     float64,
     get_default_dtype,
     half,
+    int as int,  # noqa: E402,A004
     int8,
     int16,
     int32,  # noqa: E402,A004
@@ -59,8 +61,6 @@ from .dtypes import (
     set_default_dtype,
     uint8,
 )
-from .dtypes import float as float  # noqa: E402,A004
-from .dtypes import int as int  # noqa: E402,A004
 from .grad_mode import (
     enable_grad,
     inference_mode,
@@ -69,8 +69,10 @@ from .grad_mode import (
     no_grad,
     set_grad_enabled,
 )
-from .ops.registry import FUNCTION as _FUNCTION  # noqa: E402,F401
-from .ops.registry import REGISTRY
+from .ops.registry import (
+    FUNCTION as _FUNCTION,  # noqa: E402,F401
+    REGISTRY,
+)
 from .random import initial_seed, manual_seed, seed  # noqa: E402
 
 # nbgrad.<op>: every registry op that declares a function variant, under its name and aliases
@@ -82,8 +84,10 @@ del _op, _name
 from . import autograd, cuda, utils  # noqa: E402,F401
 
 # loaded once ops are: they sit above ops (NOTE [autograd layering] in autograd/__init__.py)
-from .autograd import forward_ad as _forward_ad  # noqa: E402
-from .autograd import functional as _functional
+from .autograd import (
+    forward_ad as _forward_ad,  # noqa: E402
+    functional as _functional,
+)
 from .ops.symbolic import elementwise  # noqa: E402
 
 del _forward_ad, _functional

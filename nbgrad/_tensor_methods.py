@@ -8,14 +8,11 @@ import numbers
 
 import numpy as np
 
-from . import creation
-from . import dtypes as _dt
-from . import random as _random
+from . import creation, dtypes as _dt, random as _random
 from ._tensor import Tensor
 from .autograd.inplace import check_inplace, inplace, setitem
 from .device import as_device, check_device
-from .ops import indexing, linalg, shape
-from .ops import pointwise_fns as pw
+from .ops import indexing, linalg, pointwise_fns as pw, shape
 from .ops.dispatch import binary as _binary
 from .ops.registry import INPLACE, METHOD, REGISTRY, result
 

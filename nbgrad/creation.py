@@ -6,8 +6,7 @@ import warnings
 
 import numpy as np
 
-from . import dtypes as _dt
-from . import random as _random
+from . import dtypes as _dt, random as _random
 from ._tensor import Tensor, _dense, _to_array
 from .device import check_device
 

@@ -23,10 +23,8 @@ import zlib
 import numpy as np
 
 from ._tensor import Tensor
-from .device import as_device, device
-from .device import device as _device
-from .dtypes import _NAMES
-from .dtypes import dtype as _dtype
+from .device import as_device, device, device as _device
+from .dtypes import _NAMES, dtype as _dtype
 from .nn.parameter import Parameter
 
 __all__ = ["save", "load", "FORMAT_VERSION", "MAGIC"]

@@ -4,8 +4,7 @@ Every op of the op table is also checked batched-vs-rows in test_ops.py."""
 
 import numpy as np
 import pytest
-from conftest import needs_torch
-from conftest import torch as pt
+from conftest import needs_torch, torch as pt
 
 import nbgrad as torch
 import nbgrad.autograd.engine as engine

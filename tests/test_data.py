@@ -284,8 +284,7 @@ def batches(lib):
 
 @needs_torch
 def test_default_collate_matches_pytorch():
-    from torch.utils.data import default_collate as tcollate
-    from torch.utils.data import default_convert as tconvert
+    from torch.utils.data import default_collate as tcollate, default_convert as tconvert
 
     for ours, theirs in zip(batches(nbgrad), batches(torch)):
         assert _structure(default_collate(ours)) == _structure(tcollate(theirs)), ours

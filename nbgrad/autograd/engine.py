@@ -21,8 +21,7 @@ import warnings
 import numpy as np
 
 from .. import grad_mode
-from .._fpstate import EXTOBJ as _EXTOBJ
-from .._fpstate import IGNORE as _IGNORE
+from .._fpstate import EXTOBJ as _EXTOBJ, IGNORE as _IGNORE
 from ..creation import zeros
 from .anomaly_mode import STATE as ANOMALY
 from .batching import BATCH, handles_batch, sum_to

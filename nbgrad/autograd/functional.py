@@ -8,8 +8,7 @@ from .. import grad_mode
 from .._tensor import Tensor
 from ..creation import zeros, zeros_like
 from ..ops.shape import stack
-from . import forward_ad as fwAD
-from . import grad
+from . import forward_ad as fwAD, grad
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "vhp", "hvp"]
 

@@ -6,29 +6,31 @@ import warnings
 
 import numpy as np
 
-from .. import dtypes as _dt
-from .. import random as _random
+from .. import dtypes as _dt, random as _random
 from .._tensor import Tensor
 from ..autograd import inplace as _inplace
-from ..ops import pointwise_fns as _api
-from ..ops import softmax as _softmax
-from ..ops.dispatch import broadcast_error as _broadcast_error
-from ..ops.dispatch import pointwise as _pointwise
-from ..ops.dispatch import unary as _unary
-from ..ops.linalg import einsum as _einsum
-from ..ops.linalg import matmul as _matmul
-from ..ops.nn import conv as _conv
-from ..ops.nn import embedding as _embedding
-from ..ops.nn import linear as _linear
-from ..ops.nn import loss as _loss
-from ..ops.nn import norm as _norm
-from ..ops.nn import pad as _pad
-from ..ops.nn import pool as _pool
-from ..ops.nn._common import check_float as _float_arg
-from ..ops.nn._common import check_no_grad as _no_grad_arg
-from ..ops.nn._common import size_str as _size
-from ..ops.registry import REGISTRY as _R
-from ..ops.registry import write_out as _write_out
+from ..ops import pointwise_fns as _api, softmax as _softmax
+from ..ops.dispatch import (
+    broadcast_error as _broadcast_error,
+    pointwise as _pointwise,
+    unary as _unary,
+)
+from ..ops.linalg import einsum as _einsum, matmul as _matmul
+from ..ops.nn import (
+    conv as _conv,
+    embedding as _embedding,
+    linear as _linear,
+    loss as _loss,
+    norm as _norm,
+    pad as _pad,
+    pool as _pool,
+)
+from ..ops.nn._common import (
+    check_float as _float_arg,
+    check_no_grad as _no_grad_arg,
+    size_str as _size,
+)
+from ..ops.registry import REGISTRY as _R, write_out as _write_out
 from ..ops.shape import broadcast_tensors as _broadcast_tensors
 
 __all__ = [

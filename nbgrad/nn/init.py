@@ -11,8 +11,7 @@ import warnings
 
 import numpy as np
 
-from .. import grad_mode
-from .. import random as _random
+from .. import grad_mode, random as _random
 from ..creation import from_numpy
 
 __all__ = [

@@ -7,11 +7,8 @@ for listeners and one (``_flags.FWD``) for forward-mode AD.
 
 import numpy as np
 
-from .. import _flags
-from .. import dtypes as _dt
-from .._fpstate import EXTOBJ as _EXTOBJ
-from .._fpstate import IGNORE as _IGNORE
-from .._fpstate import call_quiet as _call_quiet
+from .. import _flags, dtypes as _dt
+from .._fpstate import EXTOBJ as _EXTOBJ, IGNORE as _IGNORE, call_quiet as _call_quiet
 from .._tensor import Tensor
 from ..autograd.graph import SavedOutput, SavedTensor, edge, next_seq
 from ..grad_mode import STATE

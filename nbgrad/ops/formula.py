@@ -7,8 +7,7 @@ vocabulary bound to differentiable nbgrad functions that the last three evaluate
 
 import numpy as np
 
-from .. import _flags, grad_mode
-from .. import dtypes as _dt
+from .. import _flags, dtypes as _dt, grad_mode
 from .._tensor import Tensor
 from ..autograd.batching import batched
 from ..autograd.dual import DUAL, set_tangent, tangent_of

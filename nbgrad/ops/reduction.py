@@ -12,8 +12,7 @@ from ..autograd.batching import batched, lead
 from ..creation import zeros
 from ..grad_mode import no_grad
 from ..kernels.cpu import reduce as K
-from .pointwise_fns import abs as _abs
-from .pointwise_fns import maximum, minimum, sign, where
+from .pointwise_fns import abs as _abs, maximum, minimum, sign, where
 from .registry import FUNCTION, LINEAR, METHOD, OUT, op
 
 FM, FMO = (FUNCTION, METHOD), (FUNCTION, METHOD, OUT)

@@ -24,8 +24,7 @@ import sys
 import warnings
 import weakref
 
-from .. import grad_mode
-from .. import random as _random
+from .. import grad_mode, random as _random
 from .._tensor import Tensor
 from ..autograd import backward, engine
 from ..autograd.function import Function

@@ -3,8 +3,7 @@
 import math
 
 from ... import creation
-from .. import functional as F
-from .. import init
+from .. import functional as F, init
 from ..parameter import Parameter
 from .module import Module
 

@@ -5,8 +5,7 @@ import numbers
 
 from ... import creation
 from ...dtypes import int64
-from .. import functional as F
-from .. import init
+from .. import functional as F, init
 from ..parameter import Parameter
 from .module import Module
 

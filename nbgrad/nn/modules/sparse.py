@@ -1,8 +1,7 @@
 """``Embedding`` (``torch.nn.modules.sparse``): a lookup table, ``F.embedding``."""
 
 from ... import creation, grad_mode
-from .. import functional as F
-from .. import init
+from .. import functional as F, init
 from ..parameter import Parameter
 from .module import Module
 

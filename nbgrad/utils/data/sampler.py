@@ -10,8 +10,7 @@ import itertools
 
 import numpy as np
 
-from ... import creation
-from ... import random as _random
+from ... import creation, random as _random
 
 __all__ = [
     "Sampler",
