@@ -92,6 +92,13 @@ from .ops.symbolic import elementwise  # noqa: E402
 
 del _forward_ad, _functional
 from . import nn, optim  # noqa: E402,F401
+from .utils import (  # noqa: E402  (above autograd and nn; nbgrad.utils.data etc.)
+    checkpoint as _checkpoint,
+    collect_env as _collect_env,
+    data as _data,
+)
+
+del _checkpoint, _collect_env, _data
 from .autograd.anomaly_mode import (
     is_anomaly_check_nan_enabled,  # noqa: E402,F401
     is_anomaly_enabled,

@@ -1,6 +1,9 @@
 """Compiled code only (Numba); no autograd logic.  build.py generates the formula kernels."""
 
-import numba  # noqa: F401  (after nbgrad/__init__.py ran _config, which set NUMBA_CACHE_DIR)
+import os
+import sys
+
+from numba.core import caching, event
 
 from .. import _config
 
@@ -10,3 +13,62 @@ from .. import _config
 FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
 
 JIT = {"nogil": True, "cache": _config.USE_DISK_CACHE, "error_model": "numpy", "fastmath": FASTMATH}
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class NbgradCacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
+    """Numba cache locator for nbgrad's own source files and generated kernels only: their
+    compiled code goes to nbgrad's cache folder (NOTE [kernel cache] in _config.py); every
+    other function keeps Numba's own rules."""
+
+    def __init__(self, py_func, py_file):
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        sub = self.get_suitable_cache_subpath(py_file)
+        self._cache_path = os.path.join(_config.CACHE_DIR, "numba", sub)
+
+    def get_cache_path(self):
+        return self._cache_path
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if _config.CACHE_DIR is None:
+            return None
+        path = os.path.abspath(py_file)
+        if not (path.startswith(_PACKAGE + os.sep) or path.startswith(_config.CACHE_DIR)):
+            return None
+        return super().from_function(py_func, py_file)
+
+
+# the cache implementation is ``CacheImpl`` (numba >= 0.61) or ``_CacheImpl`` (0.60)
+_LOCATORS = (getattr(caching, "CacheImpl", None) or caching._CacheImpl)._locator_classes
+if NbgradCacheLocator not in _LOCATORS:
+    _LOCATORS.insert(0, NbgradCacheLocator)
+
+
+class FirstCompileNotice(event.Listener):
+    """NOTE [first run]: the first time one of nbgrad's kernels has to be compiled (a Numba
+    cache miss) in a process, say so once on stderr, so a first run is not silent for seconds.
+    ``NBGRAD_QUIET=1`` silences it; ``nbgrad.warmup()`` compiles the common kernels up front."""
+
+    shown = False
+
+    def on_start(self, ev):
+        if FirstCompileNotice.shown or os.environ.get("NBGRAD_QUIET", "") == "1":
+            return
+        fn = getattr(ev.data.get("dispatcher"), "py_func", None)
+        if not getattr(fn, "__module__", "").startswith(("nbgrad", "nbgrad_gen")):
+            return
+        FirstCompileNotice.shown = True
+        where = "cached in %s" % _config.CACHE_DIR if _config.CACHE_DIR else "no writable cache"
+        sys.stderr.write(
+            "nbgrad: compiling kernels on first use (about 0.1 s each, a few seconds in all; %s; "
+            "NBGRAD_QUIET=1 silences this)\n" % where
+        )
+
+    def on_end(self, ev):
+        pass
+
+
+event.register("numba:compile", FirstCompileNotice())

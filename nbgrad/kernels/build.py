@@ -18,10 +18,11 @@ import ast
 import functools
 import hashlib
 import importlib
+import importlib.util
 import os
 import sys
-import tempfile
 import threading
+import types
 
 from .. import _config
 from . import FASTMATH
@@ -131,17 +132,11 @@ def vocab_hash(cuda=False):
 
 
 def _gen_dir():
-    root = _config.CACHE_DIR
-    if root is None:
-        root = tempfile.mkdtemp(prefix="nbgrad-gen-")
-        _config.CACHE_DIR = root
-    d = os.path.join(root, _GEN_PKG)
-    os.makedirs(d, exist_ok=True)
-    init = os.path.join(d, "__init__.py")
-    if not os.path.exists(init):
-        open(init, "a").close()
-    if root not in sys.path:
-        sys.path.append(root)
+    """The folder of generated kernel sources (inside the cache folder), or None (in memory)."""
+    if _config.CACHE_DIR is None:
+        return None
+    d = os.path.join(_config.CACHE_DIR, _GEN_PKG)
+    os.makedirs(d, mode=0o700, exist_ok=True)
     return d
 
 
@@ -151,21 +146,30 @@ def module_name(tag, source):
 
 
 def load_module(tag, source):
-    """Write ``source`` to the generated-kernel folder (atomically) and import it."""
+    """Write ``source`` to the generated-kernel folder (atomically) and import it from there
+    (no ``sys.path`` entry: the module is loaded from its file); in memory without a folder."""
     modname = module_name(tag, source)
     full = "%s.%s" % (_GEN_PKG, modname)
     mod = sys.modules.get(full)
     if mod is not None:
         return mod
     d = _gen_dir()
-    path = os.path.join(d, modname + ".py")
-    if not os.path.exists(path):
-        tmp = "%s.%d.tmp" % (path, os.getpid())
-        with open(tmp, "w") as f:
-            f.write(source)
-        os.replace(tmp, path)
-    importlib.invalidate_caches()
-    return importlib.import_module(full)
+    if d is None:  # nothing writable: compile in memory, nothing cached
+        mod = types.ModuleType(full)
+        exec(compile(source, "<%s>" % full, "exec"), mod.__dict__)
+    else:
+        path = os.path.join(d, modname + ".py")
+        if not os.path.exists(path):
+            tmp = "%s.%d.tmp" % (path, os.getpid())
+            with open(tmp, "w") as f:
+                f.write(source)
+            os.replace(tmp, path)
+        spec = importlib.util.spec_from_file_location(full, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[full] = mod  # before running it: Numba's cache records the module by name
+        spec.loader.exec_module(mod)
+    sys.modules[full] = mod
+    return mod
 
 
 def cpu_kernel(tag, params, expr, dtype, param_types=None):
