@@ -99,6 +99,7 @@ from .utils import (  # noqa: E402  (above autograd and nn; nbgrad.utils.data et
 )
 
 del _checkpoint, _collect_env, _data
+from ._missing import missing as _missing  # noqa: E402
 from .autograd.anomaly_mode import (
     is_anomaly_check_nan_enabled,  # noqa: E402,F401
     is_anomaly_enabled,
@@ -138,3 +139,7 @@ def warmup(dtypes=("float32",)):  # noqa: F811  (the argument shadows the module
     from ._warmup import warmup as _w
 
     return _w(dtypes)
+
+
+def __getattr__(name):
+    raise _missing(__name__, name)

@@ -26,6 +26,7 @@ LAYERS = [
             "nbgrad.random",
             "nbgrad.utils.hooks",
             "nbgrad._repr",
+            "nbgrad._missing",
         ],
     ),
     ("tensor", ["nbgrad._tensor"]),

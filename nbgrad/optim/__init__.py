@@ -6,6 +6,7 @@ hooks.  Updates are written in place into the parameters' storage (fused Numba k
 _functional.py) and bump their version counters as PyTorch's in-place ops would.
 """
 
+from .._missing import missing as _missing
 from . import lr_scheduler  # noqa: F401
 from .adam import Adam
 from .adamw import AdamW
@@ -27,3 +28,7 @@ __all__ = [
     "register_optimizer_step_pre_hook",
     "register_optimizer_step_post_hook",
 ]
+
+
+def __getattr__(name):
+    raise _missing(__name__, name)
