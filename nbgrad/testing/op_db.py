@@ -661,6 +661,77 @@ def _np_scatter(x, s, i, add):
     return y
 
 
+# -- sorting and scans -----------------------------------------------------------------------------
+S3 = [(F((3, 4, 5)),), (F((4, 3), T=True),)]
+
+
+def _np_sort(x, d, descending=False):
+    idx = np.argsort(-x if descending else x, axis=d, kind="stable")
+    return np.take_along_axis(x, idx, d), idx
+
+
+def _np_cum(x, d, fn):
+    v = fn.accumulate(x, axis=d)
+    n = x.shape[d]
+    shape = [1] * x.ndim
+    shape[d] = n
+    pos = np.broadcast_to(np.arange(n).reshape(shape), x.shape)
+    idx = np.maximum.accumulate(np.where(x == v, pos, 0), axis=d)  # last position of the extreme
+    return v, idx
+
+
+OP_DB += [
+    OpInfo("sort", lambda T, x: T.sort(x, 1), lambda x: _np_sort(x, 1), S3),
+    OpInfo(
+        "sort",
+        lambda T, x: x.sort(descending=True, stable=True).values,
+        lambda x: _np_sort(x, -1, True)[0],
+        S3,
+    ),
+    OpInfo("sort", lambda T, x: x.sort().values, lambda x: x, [(F(()),)]),
+    OpInfo(
+        "argsort",
+        lambda T, x: T.argsort(x, 0),
+        lambda x: np.argsort(x, 0, kind="stable"),
+        S3,
+        grad=False,
+    ),
+    OpInfo("msort", lambda T, x: T.msort(x), lambda x: np.sort(x, 0), S3),
+    OpInfo(
+        "topk",
+        lambda T, x: T.topk(x, 2, 1),
+        lambda x: tuple(a[:, :2] for a in _np_sort(x, 1, True)),
+        S3,
+    ),
+    OpInfo(
+        "topk",
+        lambda T, x: x.topk(2, largest=False).values,
+        lambda x: _np_sort(x, -1)[0][..., :2],
+        S3,
+    ),
+    OpInfo(
+        "kthvalue",
+        lambda T, x: T.kthvalue(x, 2, 1),
+        lambda x: tuple(a[:, 1] for a in _np_sort(x, 1)),
+        S3,
+    ),
+    OpInfo(
+        "kthvalue",
+        lambda T, x: x.kthvalue(3, 0, keepdim=True).values,
+        lambda x: _np_sort(x, 0)[0][2:3],
+        S3,
+    ),
+    OpInfo("cummax", lambda T, x: T.cummax(x, 1), lambda x: _np_cum(x, 1, np.maximum), S3),
+    OpInfo("cummin", lambda T, x: x.cummin(0), lambda x: _np_cum(x, 0, np.minimum), S3),
+    OpInfo(
+        "unique",
+        lambda T, x: T.unique(x, return_inverse=True, return_counts=True),
+        lambda x: np.unique(x, return_inverse=True, return_counts=True),
+        [(I([[3, 1, 1], [2, 3, 0]]),)],
+        grad=False,
+    ),
+]
+
 # -- linear algebra and softmax ------------------------------------------------------------------
 OP_DB += [
     OpInfo(
