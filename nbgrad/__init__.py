@@ -91,7 +91,7 @@ from .autograd import (
 from .ops.symbolic import elementwise  # noqa: E402
 
 del _forward_ad, _functional
-from . import nn, optim  # noqa: E402,F401
+from . import nn, optim, testing  # noqa: E402,F401
 from .utils import (  # noqa: E402  (above autograd and nn; nbgrad.utils.data etc.)
     checkpoint as _checkpoint,
     collect_env as _collect_env,

@@ -1,4 +1,13 @@
 """The op registry and the op families: importing this package registers every built-in op
 (the families of nn.functional's structured ops are in ops/nn/, which nn.functional imports)."""
 
-from . import indexing, linalg, pointwise_fns, reduction, shape, softmax, sorting  # noqa: F401
+from . import (  # noqa: F401
+    diagonal,
+    indexing,
+    linalg,
+    pointwise_fns,
+    reduction,
+    shape,
+    softmax,
+    sorting,
+)

@@ -661,7 +661,7 @@ def _np_scatter(x, s, i, add):
     return y
 
 
-# -- sorting and scans -----------------------------------------------------------------------------
+# -- sorting and scans ---------------------------------------------------------------------------
 S3 = [(F((3, 4, 5)),), (F((4, 3), T=True),)]
 
 
@@ -730,6 +730,19 @@ OP_DB += [
         [(I([[3, 1, 1], [2, 3, 0]]),)],
         grad=False,
     ),
+]
+
+# -- diagonals ------------------------------------------------------------------------------------
+OP_DB += [
+    OpInfo("diagonal", lambda T, x: T.diagonal(x), lambda x: np.diagonal(x).copy(), M),
+    OpInfo(
+        "diagonal", lambda T, x: x.diagonal(-1, 2, 0), lambda x: np.diagonal(x, -1, 2, 0).copy(), R3
+    ),
+    OpInfo("diagonal", lambda T, x: x.diagonal(5), lambda x: np.diagonal(x, 5).copy(), M),
+    OpInfo("diag", lambda T, x: T.diag(x), np.diag, [(F((4,)),)]),
+    OpInfo("diag", lambda T, x: x.diag(-2), lambda x: np.diag(x, -2), [(F((3,)),)]),
+    OpInfo("diag", lambda T, x: T.diag(x, 1), lambda x: np.diag(x, 1), M),
+    OpInfo("trace", lambda T, x: T.trace(x), np.trace, M),
 ]
 
 # -- linear algebra and softmax ------------------------------------------------------------------
