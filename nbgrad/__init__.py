@@ -34,7 +34,7 @@ from .creation import (
     zeros,
     zeros_like,
 )
-from .device import device  # noqa: E402
+from .device import device, get_default_device, set_default_device  # noqa: E402
 from .dtypes import (
     bool,
     cdouble,
@@ -128,6 +128,10 @@ def is_complex(input):
 
 def typename(obj):
     return obj.type() if isinstance(obj, Tensor) else type(obj).__name__
+
+
+def is_inference(input):
+    return input.is_inference()
 
 
 def detach(input):

@@ -1,6 +1,6 @@
 """``nbgrad.device``: where a tensor's storage lives ("cpu", "cuda", "cuda:N")."""
 
-__all__ = ["device"]
+__all__ = ["device", "get_default_device", "set_default_device"]
 
 
 class device:
@@ -53,9 +53,26 @@ class device:
 CPU = device("cpu")
 
 
+class _DefaultDevice:  # process-wide, as torch.set_default_device's
+    device = CPU
+
+
+DEFAULT = _DefaultDevice()
+
+
+def get_default_device():
+    """The device factory functions use when none is given (``torch.get_default_device``)."""
+    return DEFAULT.device
+
+
+def set_default_device(device):  # PyTorch's argument name
+    """Set the device of newly created tensors; None restores the CPU."""
+    DEFAULT.device = CPU if device is None else as_device(device)
+
+
 def as_device(d):
     if d is None:
-        return CPU
+        return DEFAULT.device
     if isinstance(d, device):
         return d
     if isinstance(d, int):
