@@ -30,3 +30,11 @@ def count_hook_context(delta):
     with _lock:
         _hook_contexts += delta
         TAPS = _anomaly or _hook_contexts > 0
+
+
+PROFILE = False  # an autograd.profiler.profile is recording (NOTE [profiler flag])
+
+
+def set_profiling(enabled):
+    global PROFILE
+    PROFILE = bool(enabled)

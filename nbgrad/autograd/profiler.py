@@ -1,0 +1,441 @@
+"""``nbgrad.autograd.profiler``: PyTorch's ``profile`` / ``record_function`` / ``emit_nvtx``.
+
+While a ``profile`` is active every forward op (``aten::<op>``), every backward node
+(``autograd::engine::evaluate_function: <Node>`` around the node's own ``<Node>`` event) and,
+beyond PyTorch, every user hook call (``hook::tensor``, ``hook::node_pre``, ``hook::node_post``,
+``hook::post_accumulate``, ``hook::module_forward`` ...) is an event nested under what was
+running, so the table shows what hooks cost inside backward.  NOTE [profiler flag]: the places
+that emit events test ``_flags.PROFILE`` once; with no profiler they do nothing more.
+"""
+
+import json
+import os
+import threading
+import time
+import warnings
+
+from .. import _flags
+
+__all__ = ["profile", "record_function", "emit_nvtx", "EventList", "FunctionEvent"]
+
+
+class FunctionEvent:
+    """One timed range (times in microseconds, like PyTorch's)."""
+
+    __slots__ = (
+        "id",
+        "name",
+        "kind",
+        "thread",
+        "start",
+        "end",
+        "input_shapes",
+        "cpu_parent",
+        "cpu_children",
+        "memory",
+    )
+
+    def __init__(self, id, name, kind, thread, start, input_shapes=None):  # noqa: A002
+        self.id, self.name, self.kind, self.thread = id, name, kind, thread
+        self.start, self.end = start, start
+        self.input_shapes = input_shapes if input_shapes is not None else []
+        self.cpu_parent, self.cpu_children, self.memory = None, [], 0
+
+    @property
+    def cpu_time_total(self):
+        return self.end - self.start
+
+    @property
+    def self_cpu_time_total(self):
+        return self.cpu_time_total - sum(c.cpu_time_total for c in self.cpu_children)
+
+    @property
+    def count(self):
+        return 1
+
+    @property
+    def key(self):
+        return self.name
+
+    def __repr__(self):
+        return "<FunctionEvent id=%d name=%s cpu_time=%s>" % (
+            self.id,
+            self.name,
+            _fmt_us(self.cpu_time_total),
+        )
+
+
+class FunctionEventAvg:
+    """Events of one key summed (``key_averages``)."""
+
+    def __init__(self, key, input_shapes=None):
+        self.key = self.name = key
+        self.input_shapes = input_shapes
+        self.count = 0
+        self.cpu_time_total = 0.0
+        self.self_cpu_time_total = 0.0
+
+    def add(self, ev):
+        self.count += ev.count
+        self.cpu_time_total += ev.cpu_time_total
+        self.self_cpu_time_total += ev.self_cpu_time_total
+        return self
+
+    @property
+    def cpu_time(self):
+        return self.cpu_time_total / self.count if self.count else 0.0
+
+    def __repr__(self):
+        return "<FunctionEventAvg key=%s self_cpu_time=%s cpu_time=%s count=%d>" % (
+            self.key,
+            _fmt_us(self.self_cpu_time_total),
+            _fmt_us(self.cpu_time_total),
+            self.count,
+        )
+
+
+class EventList(list):
+    """A list of events with PyTorch's ``table``, ``key_averages`` and ``total_average``."""
+
+    def __init__(self, events=(), *, hooks_row=True):
+        super().__init__(events)
+        self._hooks_row = hooks_row
+
+    @property
+    def self_cpu_time_total(self):
+        return sum(e.self_cpu_time_total for e in self)
+
+    def key_averages(self, group_by_input_shape=False):
+        groups = {}
+        for e in self:
+            shapes = str(e.input_shapes) if group_by_input_shape else None
+            k = (e.key, shapes)
+            if k not in groups:
+                groups[k] = FunctionEventAvg(e.key, shapes)
+            groups[k].add(e)
+        out = EventList(groups.values(), hooks_row=self._hooks_row)
+        out._grouped_by_shape = group_by_input_shape
+        return out
+
+    def total_average(self):
+        total = FunctionEventAvg("Total")
+        for e in self:
+            total.add(e)
+        return total
+
+    def table(
+        self,
+        sort_by=None,
+        row_limit=100,
+        max_name_column_width=55,
+        header=None,
+        top_level_events_only=False,
+    ):
+        return _table(
+            self,
+            sort_by,
+            row_limit,
+            max_name_column_width,
+            header,
+            getattr(self, "_grouped_by_shape", False),
+            self._hooks_row,
+        )
+
+    def __str__(self):
+        return self.table()
+
+
+def _fmt_us(us):
+    if us >= 1e6:
+        return "%.3fs" % (us / 1e6)
+    if us >= 1e3:
+        return "%.3fms" % (us / 1e3)
+    return "%.3fus" % us
+
+
+def _table(events, sort_by, row_limit, name_width, header, with_shapes, hooks_row):
+    rows = list(events)
+    if sort_by is not None:
+        key = {
+            "cpu_time_total": "cpu_time_total",
+            "self_cpu_time_total": "self_cpu_time_total",
+            "cpu_time": "cpu_time",
+            "count": "count",
+        }.get(sort_by, sort_by)
+        rows.sort(key=lambda e: getattr(e, key), reverse=True)
+    if row_limit is not None and row_limit >= 0:
+        rows = rows[:row_limit]
+    total = sum(e.self_cpu_time_total for e in events) or 1.0
+    width = max([len("Name")] + [len(e.key) for e in rows])
+    width = min(width, name_width)
+    cols = ["Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg", "# of Calls"]
+    widths = [width] + [12] * len(cols)
+    if with_shapes:
+        cols.append("Input Shapes")
+        widths.append(max(32, max([len(str(e.input_shapes)) for e in rows] or [0])))
+    line = "".join("-" * w + "  " for w in widths)
+
+    def fmt(values):
+        return "".join(("%" + str(w) + "s  ") % v for w, v in zip(widths, values))
+
+    out = [line, fmt(["Name"] + cols), line]
+    if header:
+        out.insert(0, header)
+    for e in rows:
+        name = e.key if len(e.key) <= width else e.key[: width - 3] + "..."
+        vals = [
+            name,
+            "%.2f%%" % (100.0 * e.self_cpu_time_total / total),
+            _fmt_us(e.self_cpu_time_total),
+            "%.2f%%" % (100.0 * e.cpu_time_total / total),
+            _fmt_us(e.cpu_time_total),
+            _fmt_us(e.cpu_time_total / max(e.count, 1)),
+            str(e.count),
+        ]
+        if with_shapes:
+            vals.append(e.input_shapes if e.input_shapes is not None else "")
+        out.append(fmt(vals))
+    out.append(line)
+    if hooks_row:
+        hooks = [e for e in events if e.key.startswith("hook::")]
+        if hooks:  # beyond PyTorch: what the user's hooks cost, in one line
+            t = sum(e.cpu_time_total for e in hooks)
+            n = sum(e.count for e in hooks)
+            out.append(
+                "Hooks: %d calls, %s (%.2f%% of self CPU time)" % (n, _fmt_us(t), 100.0 * t / total)
+            )
+    out.append("Self CPU time total: %s" % _fmt_us(sum(e.self_cpu_time_total for e in events)))
+    return "\n".join(out) + "\n"
+
+
+# -- recording -------------------------------------------------------------------------------
+
+
+class _Recorder(threading.local):
+    stack = None  # open events of this thread
+
+
+_TLS = _Recorder()
+_ACTIVE = []  # the running profile (one at a time, like PyTorch's legacy profiler)
+
+
+def _now_us():
+    return time.perf_counter_ns() / 1000.0
+
+
+def begin(name, kind="op", shapes=None):
+    """Open an event (only called while ``_flags.PROFILE``); returns it for ``end``."""
+    prof = _ACTIVE[-1]
+    stack = _TLS.stack
+    if stack is None:
+        stack = _TLS.stack = []
+    ev = FunctionEvent(
+        len(prof._events),
+        name,
+        kind,
+        threading.get_ident(),
+        _now_us(),
+        shapes if prof.record_shapes else None,
+    )
+    if stack:
+        ev.cpu_parent = stack[-1]
+        stack[-1].cpu_children.append(ev)
+    stack.append(ev)
+    prof._events.append(ev)
+    if prof._nvtx is not None:
+        prof._nvtx.push_range(name)
+    return ev
+
+
+def end(ev):
+    ev.end = _now_us()
+    if _ACTIVE and _ACTIVE[-1]._nvtx is not None:
+        _ACTIVE[-1]._nvtx.pop_range()
+    stack = _TLS.stack
+    if stack and stack[-1] is ev:
+        stack.pop()
+    elif stack and ev in stack:  # an exception unwound inner ranges: close them too
+        while stack and stack.pop() is not ev:
+            pass
+
+
+def shapes_of(args):
+    """PyTorch's ``Input Shapes`` column: a list per argument, [] for non-tensors."""
+    out = []
+    for a in args:
+        shape = getattr(a, "_data", None)
+        out.append(list(shape.shape) if shape is not None else [])
+    return out
+
+
+class profile:
+    """Context manager recording events; ``profile(enabled=False)`` records nothing."""
+
+    def __init__(
+        self,
+        enabled=True,
+        *,
+        use_cuda=False,
+        use_device=None,
+        record_shapes=False,
+        with_flops=False,
+        profile_memory=False,
+        with_stack=False,
+        with_modules=False,
+        use_kineto=False,
+        use_cpu=True,
+        experimental_config=None,
+        acc_events=False,
+        custom_trace_id_callback=None,
+    ):
+        self.enabled = enabled
+        self.use_cuda = use_cuda
+        self.record_shapes = record_shapes
+        self.profile_memory = profile_memory
+        self.with_stack = with_stack
+        self._events = []
+        self._function_events = None
+        self._nvtx = None  # the nvtx module while emit_nvtx is active
+        self.entered = False
+
+    def __enter__(self):
+        if not self.enabled:
+            return self
+        if self.entered:
+            raise RuntimeError("Profiler context manager is not reentrant")
+        if _ACTIVE:
+            raise RuntimeError("Profiler is already enabled on this thread")
+        self.entered = True
+        self._events = []
+        _ACTIVE.append(self)
+        _flags.set_profiling(True)
+        return self
+
+    def __exit__(self, *exc):
+        if not self.enabled:
+            return False
+        _flags.set_profiling(False)
+        _ACTIVE.remove(self)
+        _TLS.stack = None
+        self._function_events = EventList(self._events)
+        return False
+
+    def _check_finish(self):
+        if self._function_events is None:
+            raise RuntimeError("Profiler didn't finish running")
+
+    @property
+    def function_events(self):
+        self._check_finish()
+        return self._function_events
+
+    def key_averages(self, group_by_input_shape=False, group_by_stack_n=0):
+        self._check_finish()
+        return self._function_events.key_averages(group_by_input_shape)
+
+    def table(
+        self,
+        sort_by=None,
+        row_limit=100,
+        max_name_column_width=55,
+        header=None,
+        top_level_events_only=False,
+    ):
+        self._check_finish()
+        return self._function_events.table(sort_by, row_limit, max_name_column_width, header)
+
+    @property
+    def self_cpu_time_total(self):
+        self._check_finish()
+        return self._function_events.self_cpu_time_total
+
+    def total_average(self):
+        self._check_finish()
+        return self._function_events.total_average()
+
+    def export_chrome_trace(self, path):
+        """Trace Event JSON (opens in Perfetto / chrome://tracing): one complete event each."""
+        self._check_finish()
+        pid = os.getpid()
+        t0 = min((e.start for e in self._function_events), default=0.0)
+        events = [
+            {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "nbgrad"}}
+        ]
+        for e in self._function_events:
+            ev = {
+                "name": e.name,
+                "ph": "X",
+                "cat": e.kind,
+                "ts": e.start - t0,
+                "dur": e.cpu_time_total,
+                "pid": pid,
+                "tid": e.thread,
+                "args": {"Input Shapes": e.input_shapes} if e.input_shapes else {},
+            }
+            events.append(ev)
+        with open(path, "w") as f:
+            json.dump({"traceEvents": events, "displayTimeUnit": "ms"}, f)
+
+    def __str__(self):
+        return self.table()
+
+
+class record_function:
+    """A named range in the profile (context manager and decorator), as PyTorch's."""
+
+    def __init__(self, name, args=None):
+        self.name = name
+        self.args = args
+        self._ev = None
+
+    def __enter__(self):
+        if _flags.PROFILE:
+            self._ev = begin(self.name, "user")
+        return self
+
+    def __exit__(self, *exc):
+        if self._ev is not None:
+            end(self._ev)
+            self._ev = None
+        return False
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with record_function(self.name):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class emit_nvtx:
+    """NVTX ranges for every event while active (the optional ``nvtx`` package); without it,
+    a warning once and no ranges."""
+
+    _warned = False
+
+    def __init__(self, enabled=True, record_shapes=False):
+        self.enabled = enabled
+        self._prof = profile(enabled=enabled, record_shapes=record_shapes)
+        try:
+            import nvtx
+        except ImportError:
+            nvtx = None
+        self._prof._nvtx = self._nvtx = nvtx
+
+    def __enter__(self):
+        if self.enabled and self._nvtx is None and not emit_nvtx._warned:
+            emit_nvtx._warned = True
+            warnings.warn(
+                "emit_nvtx: the 'nvtx' package is not installed, so no NVTX ranges "
+                "are emitted (pip install nvtx)",
+                UserWarning,
+                stacklevel=2,
+            )
+        self._prof.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._prof.__exit__(*exc)
