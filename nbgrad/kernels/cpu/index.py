@@ -48,8 +48,9 @@ def scatter_flat_cpu(out, lin, src):
 
 
 def _flat64(idx):
-    idx = np.ascontiguousarray(idx).reshape(-1)
-    return idx if idx.dtype == np.int64 else idx.astype(np.int64)
+    if idx.dtype != np.int64:
+        idx = idx.astype(np.int64)
+    return idx if idx.ndim == 1 else idx.reshape(-1)
 
 
 def first_bad(idx, lo, hi):
