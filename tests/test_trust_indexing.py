@@ -285,7 +285,7 @@ def _twice(make):
 
 def _set(idx, value=1.0):
     def make(x):
-        y = x * 1
+        y = x.clone()  # CloneBackward0 saves nothing: the second backward meets CopySlices
         y[idx] = value
         return y
 
