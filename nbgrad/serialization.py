@@ -280,17 +280,54 @@ def load(
         if isinstance(getattr(f, "name", None), str)
         else "the file object"
     )
-    return _load(f, label, None, map_location)
+    return _load(f, label, _remaining(f), map_location)
+
+
+def _remaining(fh):
+    """The bytes left in a seekable stream (what its lengths are checked against), or None for
+    one whose size cannot be known (a pipe, a socket): that one is read in bounded chunks."""
+    try:
+        if not fh.seekable():
+            return None
+        pos = fh.tell()
+        end = fh.seek(0, os.SEEK_END)
+    except Exception:  # noqa: BLE001 - any stream that cannot say is read in chunks
+        return None
+    fh.seek(pos)
+    return end - pos if isinstance(end, int) and end >= pos else None
 
 
 def _read_exact(fh, n, label, what):
-    """Read exactly n bytes or raise the 'truncated' error."""
-    buf = bytearray(n)
-    _readinto_exact(fh, memoryview(buf), label, what)
-    return bytes(buf)
+    """Read exactly n bytes or raise the 'truncated' error.  The buffer grows with what
+    arrives (one chunk at a time), so a forged length cannot make it allocate more."""
+    parts = []
+    for done, k in _chunks(n):
+        buf = bytearray(k)
+        _readinto_exact(fh, memoryview(buf), label, what, done, n)
+        parts.append(buf)
+    return b"".join(parts)
 
 
-def _readinto_exact(fh, view, label, what):
+def _skip(fh, n, crc, label, what):
+    """Read and checksum n bytes that are not kept (padding); returns the updated CRC."""
+    for done, k in _chunks(n):
+        buf = bytearray(k)
+        _readinto_exact(fh, memoryview(buf), label, what, done, n)
+        crc = zlib.crc32(buf, crc)
+    return crc
+
+
+def _chunks(n):
+    done = 0
+    while done < n:
+        k = min(_CHUNK, n - done)
+        yield done, k
+        done += k
+
+
+def _readinto_exact(fh, view, label, what, before=0, total=None):
+    """Fill ``view`` or raise 'truncated' (``before``/``total``: where this part lies in a read
+    of ``total`` bytes, for the message)."""
     n = len(view)
     got = 0
     readinto = getattr(fh, "readinto", None)
@@ -305,9 +342,24 @@ def _readinto_exact(fh, view, label, what):
         if not k:
             raise RuntimeError(
                 "%s is truncated: expected %d bytes of %s but the file ended "
-                "after %d; it was not completely written or was cut short" % (label, n, what, got)
+                "after %d; it was not completely written or was cut short"
+                % (label, n if total is None else total, what, before + got)
             )
         got += k
+
+
+def _read_array(fh, dt, shape, nbytes, known, label):
+    """One tensor's elements.  ``known``: the stream was checked to hold them, so the array is
+    allocated first and read into; otherwise the bytes are read in chunks first."""
+    if known or nbytes <= _CHUNK:
+        arr = np.empty(shape, dtype=dt)
+        if nbytes:
+            _readinto_exact(fh, memoryview(arr.reshape(-1).view(np.uint8)), label, "tensor data")
+        return arr
+    raw = _read_exact(fh, nbytes, label, "tensor data")
+    arr = np.empty(shape, dtype=dt)
+    arr.reshape(-1).view(np.uint8)[:] = np.frombuffer(raw, np.uint8)
+    return arr
 
 
 def _not_nbgrad(label, head):
@@ -390,17 +442,14 @@ def _load(fh, label, size, map_location):
         if off < pos:
             raise RuntimeError("%s is corrupted: overlapping tensor data" % label)
         if off > pos:
-            pad = _read_exact(fh, off - pos, label, "tensor data")
-            crc = zlib.crc32(pad, crc)
-        arr = np.empty(shape, dtype=dt)
+            crc = _skip(fh, off - pos, crc, label, "tensor data")
+        arr = _read_array(fh, dt, shape, nbytes, size is not None, label)
         if nbytes:
-            view = memoryview(arr.reshape(-1).view(np.uint8))
-            _readinto_exact(fh, view, label, "tensor data")
-            crc = zlib.crc32(view, crc)
+            crc = zlib.crc32(memoryview(arr.reshape(-1).view(np.uint8)), crc)
         arrays[i] = arr
         pos = off + nbytes
     if dlen > pos:
-        crc = zlib.crc32(_read_exact(fh, dlen - pos, label, "tensor data"), crc)
+        crc = _skip(fh, dlen - pos, crc, label, "tensor data")
     if crc != dcrc:
         raise RuntimeError("%s is corrupted: checksum mismatch in the tensor data" % label)
     dec = _Decoder(doc["tensors"], arrays, label, map_location)
@@ -415,13 +464,19 @@ def _check_entry(e, dlen, label):
     if not isinstance(e, dict) or e.get("dtype") not in _DTYPES:
         raise bad
     shape, off, nbytes = e.get("shape"), e.get("offset"), e.get("nbytes")
-    if not isinstance(shape, list) or not all(type(s) is int and s >= 0 for s in shape):
+    if (
+        not isinstance(shape, list)
+        or len(shape) > 64  # numpy's (and PyTorch's practical) limit
+        or not all(type(s) is int and 0 <= s < 2**63 for s in shape)
+    ):
         raise bad
     if type(off) is not int or type(nbytes) is not int or off < 0 or nbytes < 0:
         raise bad
     dt = np.dtype(_DTYPES[e["dtype"]])
     if math.prod(shape) * dt.itemsize != nbytes or off + nbytes > dlen:
         raise bad
+    if nbytes == 0 and math.prod(s or 1 for s in shape) * dt.itemsize >= 2**63:
+        raise bad  # an empty array whose other dims numpy cannot represent
     return dt, tuple(shape), off, nbytes
 
 
@@ -453,7 +508,7 @@ class _Decoder:
             )
         try:
             return fn(self, node)
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
             raise self.bad("malformed %r node in the header (%s)" % (node.get("type"), e)) from None
 
     def tensor(self, node):
@@ -549,7 +604,10 @@ def _dtype_node(dec, node):
 
 
 def _device_node(dec, node):
-    return device(_str(node["value"]))
+    try:
+        return device(_str(node["value"]))
+    except RuntimeError as e:  # not a device string
+        raise ValueError(str(e)) from None
 
 
 def _tuple_node(dec, node):

@@ -521,7 +521,18 @@ def one_hot(tensor, num_classes=-1):
             raise RuntimeError("Class values must be non-negative.")
         if a.max() >= num_classes:
             raise RuntimeError("Class values must be smaller than num_classes.")
-    out = np.zeros(a.shape + (int(num_classes),), np.int64)
+    shape = a.shape + (int(num_classes),)
+    nbytes = 8
+    for n in shape:
+        nbytes *= n
+    if nbytes >= 2**63:
+        raise RuntimeError("Storage size calculation overflowed with sizes=%s" % list(shape))
+    try:
+        out = np.zeros(shape, np.int64)
+    except (MemoryError, ValueError):
+        raise RuntimeError(
+            "DefaultCPUAllocator: can't allocate memory: you tried to allocate %d bytes." % nbytes
+        ) from None
     if a.size:
         np.put_along_axis(out, a[..., None], 1, axis=-1)
     return _make(out)

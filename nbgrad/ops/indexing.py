@@ -3,11 +3,13 @@
 NOTE [linear-index backward]: every gather-like op's gradient is a scatter-add of the incoming
 gradient into zeros at the *flat positions* the forward read.  Those positions are obtained by
 applying the same indexing to ``arange(numel).reshape(shape)``, so one Numba kernel
-(``scatter_add_flat_cpu``) serves advanced indexing, gather and index_select, and duplicates
-accumulate correctly.
+(``scatter_add_flat_cpu``, bounds-checked) serves advanced indexing, gather and index_select,
+and duplicates accumulate correctly.  The indices themselves are saved tensors: NOTE [saved
+indices] below.
 """
 
 import numbers
+import warnings
 
 import numpy as np
 
@@ -15,6 +17,7 @@ from .. import dtypes as _dt
 from .._tensor import Tensor, _wrap_dim
 from ..autograd.batching import BATCH, batched, lead
 from ..kernels.cpu import index as K
+from .dispatch import broadcast_error
 from .registry import FUNCTION, INPLACE, LINEAR, METHOD, internal_op, node_class, op, record
 
 FM = (FUNCTION, METHOD)
@@ -55,33 +58,54 @@ def _scatter_lin(g, shape, lin):
 
 # -- __getitem__ ---------------------------------------------------------------------------
 
+# NOTE [saved indices]: an op that indexes with a tensor saves that tensor (a SavedTensor:
+# version-checked on unpack, freed after a non-retained backward, so a second backward raises as
+# in PyTorch) and its backward reads the tensor's *current* values, bounds-checked again: a
+# change through ``.data`` bumps no version, and PyTorch's backward then uses (or rejects) the
+# new values.  Lists and numpy arrays are copied at the forward, as PyTorch converts them.
+
+_INDEX_DTYPES = ("int64", "int32", "uint8", "bool")
+_BAD_INDEX = "tensors used as indices must be long, int, byte or bool tensors"
+
 
 def _normalize(idx):
+    """``idx`` as a tuple of ints, slices, None, Ellipsis, index arrays (lists and numpy arrays,
+    copied) and index Tensors (kept: they are saved); ``advanced``: any array or Tensor."""
     if not isinstance(idx, tuple):
         idx = (idx,)
     out, advanced = [], False
     for i in idx:
-        if isinstance(i, Tensor) and i._data.ndim == 0 and i._dtype.is_integral:
-            out.append(int(i._data))  # a 0-dim integer tensor indexes like an int
-            continue
         if isinstance(i, Tensor):
-            if i._dtype.is_inexact:
-                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-            out.append(i._data)
+            if i._data.ndim == 0 and i._dtype.is_integral and i._dtype.name != "uint8":
+                out.append(int(i._data))  # a 0-dim integer tensor indexes like an int
+                continue
+            if i._dtype.name not in _INDEX_DTYPES:
+                raise IndexError(_BAD_INDEX)
+            if i._dtype.name == "uint8":
+                warnings.warn(
+                    "indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+                    "torch.bool instead.",
+                    UserWarning,
+                    stacklevel=4,
+                )
+            out.append(i)
             advanced = True
         elif isinstance(i, (list, np.ndarray)):
             a = np.asarray(i)
             if a.dtype.kind == "f":
-                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+                raise IndexError(_BAD_INDEX)
             if a.dtype.kind not in "biu" and a.size:
                 raise IndexError("too many indices")
-            out.append(a.astype(np.int64) if a.dtype.kind in "iu" or a.size == 0 else a)
+            out.append(a.astype(np.int64) if a.dtype.kind in "iu" or a.size == 0 else a.copy())
             advanced = True
         elif isinstance(i, (bool, np.bool_)):
             out.append(np.asarray(i))
             advanced = True
         elif isinstance(i, numbers.Integral):
-            out.append(int(i))
+            i = int(i)
+            if not -(2**63) <= i < 2**63:
+                raise ValueError("Overflow when unpacking long long")
+            out.append(i)
         elif i is None or i is Ellipsis or isinstance(i, slice):
             if isinstance(i, slice) and i.step is not None and i.step <= 0:
                 raise ValueError("step must be greater than zero")
@@ -94,37 +118,77 @@ def _normalize(idx):
     return tuple(out), advanced
 
 
+def _as_index(a):
+    """An index array as numpy uses it: byte masks become boolean masks."""
+    return a.astype(np.bool_) if a.dtype == np.uint8 else a
+
+
+def _arrays(nidx):
+    """``nidx`` with every index Tensor replaced by its (current) array."""
+    return tuple(_as_index(i._data) if isinstance(i, Tensor) else i for i in nidx)
+
+
+def _split_saved(nidx):
+    """What an advanced-indexing node saves: each index array or Tensor under a key, and under
+    "idx" the index with those replaced by their keys (strs, which no index component can be).
+    The node then always holds saved values, so a second backward through it raises."""
+    tmpl, saved = [], {}
+    for k, i in enumerate(nidx):
+        if isinstance(i, (Tensor, np.ndarray)):
+            key = "i%d" % k
+            saved[key] = i
+            tmpl.append(key)
+        else:
+            tmpl.append(i)
+    saved["idx"] = tuple(tmpl)
+    return saved
+
+
+def _saved_index(node, shape):
+    """The index arrays of an indexing node, read now (version-checked) and bounds-checked."""
+    tmpl = node.saved["idx"]
+    idx = tuple(_as_index(node.array(i)) if isinstance(i, str) else i for i in tmpl)
+    for i in idx:
+        if isinstance(i, np.ndarray) and i.dtype.kind not in "biu":
+            raise IndexError(_BAD_INDEX)
+    _check_ints(shape, idx)
+    return idx
+
+
+def _is_mask(i):
+    return isinstance(i, np.ndarray) and i.dtype == np.bool_
+
+
 def _check_ints(shape, idx):
-    """Bounds-check integer and integer-array indices before numpy touches memory."""
-    n_consumed = sum(
-        1
-        for i in idx
-        if i is not None
-        and i is not Ellipsis
-        and not (isinstance(i, np.ndarray) and i.dtype == np.bool_)
-        or (isinstance(i, np.ndarray) and i.dtype == np.bool_ and False)
-    )
-    bool_dims = sum(i.ndim for i in idx if isinstance(i, np.ndarray) and i.dtype == np.bool_)
-    if n_consumed + bool_dims > len(shape):
-        raise IndexError("too many indices for tensor of dimension %d" % len(shape))
+    """Bounds-check integer and integer-array indices before numpy touches memory, with
+    PyTorch's messages: an index array's dimension is its rank among the advanced indices, and
+    a mask is reported against the tensor as basic indexing leaves it (ints dropped, None
+    added, slices applied)."""
+    n = len(shape)
+    if sum(i.ndim if _is_mask(i) else 1 for i in idx if i is not None and i is not Ellipsis) > n:
+        raise IndexError("too many indices for tensor of dimension %d" % n)
     dim = 0
+    shapes = []  # of the advanced indices, as PyTorch reports them (a mask: one per dim)
     for k, i in enumerate(idx):
         if i is Ellipsis:
-            dim = len(shape) - sum(
-                (x.ndim if isinstance(x, np.ndarray) and x.dtype == np.bool_ else 1)
+            dim = n - sum(
+                x.ndim if _is_mask(x) else 1
                 for x in idx[k + 1 :]
                 if x is not None and x is not Ellipsis
             )
             continue
         if i is None:
             continue
-        if isinstance(i, np.ndarray) and i.dtype == np.bool_:
+        if _is_mask(i):
             if i.ndim and i.shape != shape[dim : dim + i.ndim]:
+                sliced = _sliced_shape(shape, idx)
+                pos = _sliced_pos(shape, idx, k)
+                j = next(j for j in range(i.ndim) if i.shape[j] != shape[dim + j])
                 raise IndexError(
                     "The shape of the mask %s at index %d does not match the shape "
-                    "of the indexed tensor %s at index %d"
-                    % (list(i.shape), k, list(shape[dim : dim + i.ndim]), k)
+                    "of the indexed tensor %s at index %d" % (list(i.shape), j, sliced, pos + j)
                 )
+            shapes += [(int(np.count_nonzero(i)),)] * max(i.ndim, 1)
             dim += i.ndim
             continue
         if isinstance(i, int):
@@ -133,8 +197,53 @@ def _check_ints(shape, idx):
                     "index %d is out of bounds for dimension %d with size %d" % (i, dim, shape[dim])
                 )
         elif isinstance(i, np.ndarray):
-            K.check_index(i, shape[dim], dim)
+            K.check_index(i, shape[dim], len(shapes))
+            shapes.append(i.shape)
         dim += 1
+    if len(shapes) > 1:
+        try:
+            np.broadcast_shapes(*shapes)
+        except ValueError:
+            raise IndexError(
+                "shape mismatch: indexing tensors could not be broadcast together with shapes "
+                + ", ".join(str(list(s)) for s in shapes)
+            ) from None
+
+
+def _walk(shape, idx):
+    """(position in idx, sizes it leaves after basic indexing) for each index component."""
+    n = len(shape)
+    dim = 0
+    for k, i in enumerate(idx):
+        if i is Ellipsis:
+            rest = sum(
+                x.ndim if _is_mask(x) else 1
+                for x in idx[k + 1 :]
+                if x is not None and x is not Ellipsis
+            )
+            yield k, list(shape[dim : n - rest])
+            dim = n - rest
+        elif i is None:
+            yield k, [1]
+        elif isinstance(i, int):
+            yield k, []
+            dim += 1
+        elif isinstance(i, slice):
+            yield k, [len(range(*i.indices(shape[dim])))]
+            dim += 1
+        else:
+            m = i.ndim if _is_mask(i) else 1
+            yield k, list(shape[dim : dim + m])
+            dim += m
+    yield len(idx), list(shape[dim:])
+
+
+def _sliced_shape(shape, idx):
+    return [s for _, sizes in _walk(shape, idx) for s in sizes]
+
+
+def _sliced_pos(shape, idx, k):
+    return sum(len(sizes) for j, sizes in _walk(shape, idx) if j < k)
 
 
 def _basic_name(idx):
@@ -172,20 +281,42 @@ def embed(g, shape, idx):
 
 
 def basic_index(x, idx, name=None):
-    """A view of ``x`` at basic index ``idx``: what ``x[idx]`` and ``narrow`` record."""
+    """A view of ``x`` at basic index ``idx``: what ``x[idx]`` and ``narrow`` record.  An index
+    of integers alone gets a trailing Ellipsis, so numpy returns a 0-d view (not a scalar copy)
+    through which in-place ops write ``x``."""
+    a = x._data
+    v = a[idx] if Ellipsis in idx else a[idx + (Ellipsis,)]
     return record(
-        x._data[idx],
+        v,
         node_class(name or _basic_name(idx)),
         (x,),
         _basic_vjp,
         view_of=x,
-        attrs=(x._data.shape, idx),
+        attrs=(a.shape, idx),
     )
 
 
+def _shape_mismatch(vshape, ishape):
+    return RuntimeError(
+        "shape mismatch: value tensor of shape %s cannot be broadcast to indexing result of "
+        "shape %s" % (list(vshape), list(ishape))
+    )
+
+
+def _broadcasts(vshape, ishape):
+    try:
+        return np.broadcast_shapes(vshape, ishape) == tuple(ishape)
+    except ValueError:
+        return False
+
+
 def _advanced_vjp(node, grads):
-    shape, idx = node.attrs
-    return (_scatter_lin(grads[0], shape, _lin(shape)[idx]),)
+    (shape,) = node.attrs
+    lin = _lin(shape)[_saved_index(node, shape)]
+    g = grads[0]
+    if g._data.shape != lin.shape and not _broadcasts(g._data.shape, lin.shape):
+        raise _shape_mismatch(g._data.shape, lin.shape)  # a mask changed through .data
+    return (_scatter_lin(g, shape, lin),)
 
 
 @op("getitem", "indexing", node="IndexBackward0", vjp=_advanced_vjp)  # Tensor.__getitem__
@@ -202,18 +333,22 @@ def getitem(x, idx):
             "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number"
         )
     nidx, advanced = _normalize(idx)
-    _check_ints(x._data.shape, nidx)
+    arrs = _arrays(nidx)
+    _check_ints(x._data.shape, arrs)
     if not advanced:
         return basic_index(x, nidx)
-    arr = x._data[nidx]
-    return getitem.op.record(np.ascontiguousarray(arr), (x,), attrs=(x._data.shape, nidx))
+    arr = x._data[arrs]
+    return getitem.op.record(
+        np.ascontiguousarray(arr), (x,), attrs=(x._data.shape,), saved=_split_saved(nidx)
+    )
 
 
 # -- __setitem__ (CopySlices) --------------------------------------------------------------
 
 
 def _index_put_vjp(node, grads):
-    idx, vshape = node.attrs
+    shape, vshape = node.attrs
+    idx = _saved_index(node, shape)
     g = grads[0]
     gi = None
     if node.next_functions[0][0] is not None:
@@ -222,6 +357,8 @@ def _index_put_vjp(node, grads):
     if node.next_functions[1][0] is not None:
         gv = getitem(g, idx)
         if gv._data.shape != vshape:
+            if not _broadcasts(vshape, gv._data.shape):
+                raise _shape_mismatch(vshape, gv._data.shape)  # a mask changed through .data
             gv = gv.sum_to_size(vshape)
     return (gi, gv)
 
@@ -229,8 +366,9 @@ def _index_put_vjp(node, grads):
 @op("setitem", "indexing", node="torch::autograd::CopySlices", vjp=_index_put_vjp, jvp=LINEAR)
 def index_put(x, idx, value):
     """Out of place: a copy of ``x`` with ``x[idx] = value`` (the body of __setitem__)."""
-    nidx, _ = _normalize(idx)
-    _check_ints(x._data.shape, nidx)
+    nidx, advanced = _normalize(idx)
+    arrs = _arrays(nidx)
+    _check_ints(x._data.shape, arrs)
     arr = x._data.copy()
     if isinstance(value, Tensor):
         v = value._data
@@ -239,10 +377,12 @@ def index_put(x, idx, value):
         v = value
         vt = None
     try:
-        arr[nidx] = v
+        arr[arrs] = v
     except ValueError:
-        tgt = list(x._data[nidx].shape)
+        tgt = list(x._data[arrs].shape)
         src = list(np.shape(v))
+        if advanced:
+            raise _shape_mismatch(src, tgt) from None
         n = max(len(tgt), len(src))
         pt, ps = [1] * (n - len(tgt)) + tgt, [1] * (n - len(src)) + src
         dim = next((k for k in range(n) if ps[k] != pt[k] and ps[k] != 1), 0)
@@ -252,7 +392,10 @@ def index_put(x, idx, value):
             "sizes: %s" % (pt[dim], ps[dim], dim, tgt, src)
         ) from None
     vshape = vt._data.shape if vt is not None else ()
-    return index_put.op.record(arr, (x, vt), attrs=(nidx, vshape))
+    # CopySlices always holds saved state: a second backward through it raises (PyTorch)
+    return index_put.op.record(
+        arr, (x, vt), attrs=(x._data.shape, vshape), saved=_split_saved(nidx)
+    )
 
 
 # -- gather / scatter / index_select ------------------------------------------------------
@@ -260,55 +403,80 @@ def index_put(x, idx, value):
 
 def _check_index_tensor(index, fn):
     if not isinstance(index, Tensor) or index._dtype not in (_dt.int64, _dt.int32):
-        raise RuntimeError("%s(): Expected dtype int64 for index" % fn)
+        raise RuntimeError("%s(): Expected dtype int32/int64 for index" % fn)
+
+
+def _nd(shape):
+    """A 0-d shape as (1,): gather and scatter treat a scalar as a one-element vector."""
+    return shape if shape else (1,)
+
+
+def _check_dims(index, input, fn):
+    if len(_nd(index._data.shape)) != len(_nd(input._data.shape)):
+        raise RuntimeError("Index tensor must have the same number of dimensions as %s" % fn)
+
+
+def _read_index(node, name, shape):
+    """A saved index tensor's current array (version-checked), as it was at the forward: a
+    tensor whose data was replaced through ``.data`` by one of another shape or dtype is
+    refused rather than read out of bounds."""
+    a = node.array(name)
+    if a.shape != shape or a.dtype.kind not in "iu":
+        raise RuntimeError(
+            "the index tensor saved for %s was replaced after the forward (now shape %s, "
+            "dtype %s; it was shape %s)" % (node.name(), list(a.shape), a.dtype, list(shape))
+        )
+    return a
 
 
 def _gather_lin(shape, dim, index):
-    sl = tuple(slice(None) if k == dim else slice(0, n) for k, n in enumerate(index._data.shape))
-    return np.take_along_axis(_lin(shape)[sl], index._data.astype(np.int64), dim)
+    """Flat positions in an array of ``shape`` that gather(dim, index) reads (index checked)."""
+    shape, ishape = _nd(shape), _nd(index.shape)
+    sl = tuple(slice(None) if k == dim else slice(0, n) for k, n in enumerate(ishape))
+    return np.take_along_axis(_lin(shape)[sl], index.reshape(ishape).astype(np.int64), dim)
 
 
-def _clone_vjp(node, grads):
-    return (grads[0],)
+def _check_gather_index(index, shape, d):
+    K.check_index(index, _nd(shape)[d], d, RuntimeError, negative=False)
 
 
 def _gather_vjp(node, grads):
-    shape, dim, index = node.attrs
-    return (_scatter_lin(grads[0], shape, _gather_lin(shape, dim, index)),)
+    shape, d, ishape = node.attrs
+    index = _read_index(node, "index", ishape)
+    _check_gather_index(index, shape, d)
+    lin = _gather_lin(shape, d, index).reshape(ishape)
+    return (_scatter_lin(grads[0], shape, lin),)
 
 
-@op(
-    "gather",
-    "indexing",
-    node={"nd": "GatherBackward0", "0d": "GatherBackward0"},
-    vjp={"nd": _gather_vjp, "0d": _clone_vjp},
-    variants=FM,
-    kernels=CPU,
-)
+@op("gather", "indexing", node="GatherBackward0", vjp=_gather_vjp, variants=FM, kernels=CPU)
 def gather(input, dim, index, *, sparse_grad=False):
     _check_index_tensor(index, "gather")
-    d = _wrap_dim(dim, input._data.ndim)
-    if index._data.ndim != input._data.ndim and input._data.ndim:
-        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
-    for k in range(index._data.ndim):
-        if k != d and index._data.shape[k] > input._data.shape[k]:
+    shape, ishape = input._data.shape, index._data.shape
+    d = _wrap_dim(dim, len(shape))
+    _check_dims(index, input, "input tensor")
+    for k, (ni, n) in enumerate(zip(_nd(ishape), _nd(shape))):
+        if k != d and ni > n:
             raise RuntimeError(
-                "Size does not match at dimension %d expected index %s to be "
-                "smaller than self %s apart from dimension %d"
-                % (k, list(index._data.shape), list(input._data.shape), d)
+                "Size does not match at dimension %d expected index %s to be no larger "
+                "than self %s apart from dimension %d" % (k, list(ishape), list(shape), d)
             )
-    K.check_index(index._data, input._data.shape[d] if input._data.ndim else 1, d)
-    if input._data.ndim == 0:
-        return gather.op.record(input._data.copy(), (input,), overload="0d")
-    sl = tuple(slice(0, n) for n in index._data.shape)
-    sl = tuple(slice(None) if k == d else s for k, s in enumerate(sl))
-    arr = np.take_along_axis(input._data[sl], index._data.astype(np.int64), d)
-    return gather.op.record(arr, (input,), overload="nd", attrs=(input._data.shape, d, index))
+    _check_gather_index(index._data, shape, d)
+    arr = np.take_along_axis(
+        input._data.reshape(_nd(shape))[
+            tuple(slice(None) if k == d else slice(0, n) for k, n in enumerate(_nd(ishape)))
+        ],
+        index._data.reshape(_nd(ishape)).astype(np.int64),
+        d,
+    ).reshape(ishape)
+    return gather.op.record(arr, (input,), attrs=(shape, d, ishape), saved={"index": index})
 
 
 def _scatter_vjp(node, grads):
-    dim, index, add = node.attrs
+    dim, ishape, add = node.attrs
     g = grads[0]
+    index = None
+    if node.saved and "index" in node.saved:
+        index = _make(_read_index(node, "index", ishape))
     gi = None
     if node.next_functions[0][0] is not None:
         gi = g if add else scatter(g, dim, index, 0.0)
@@ -318,32 +486,40 @@ def _scatter_vjp(node, grads):
     return (gi, gs)
 
 
-def _scatter_impl(input, dim, index, src, add, opdef):
-    _check_index_tensor(index, "scatter")
-    d = _wrap_dim(dim, input._data.ndim)
-    K.check_index(index._data, input._data.shape[d], d)
-    if isinstance(src, Tensor):
-        for k in range(index._data.ndim):
-            if index._data.shape[k] > src._data.shape[k]:
-                raise RuntimeError(
-                    "Expected index %s to be smaller than self %s apart from "
-                    "dimension %d and to be smaller size than src %s"
-                    % (list(index._data.shape), list(input._data.shape), d, list(src._data.shape))
-                )
-        sl = tuple(slice(0, n) for n in index._data.shape)
-        vals = src._data[sl].astype(input._data.dtype)
+def _scatter_impl(input, dim, index, src, add, opdef, fn):
+    _check_index_tensor(index, fn)
+    shape, ishape = input._data.shape, index._data.shape
+    d = _wrap_dim(dim, len(shape))
+    _check_dims(index, input, "self tensor")
+    is_src = isinstance(src, Tensor)
+    if is_src:
+        _check_dims(index, src, "src tensor")
+    for k, ni in enumerate(_nd(ishape)):
+        if (k != d and ni > _nd(shape)[k]) or (is_src and ni > _nd(src._data.shape)[k]):
+            msg = "Expected index %s to be no larger than self %s apart from dimension %d" % (
+                list(ishape),
+                list(shape),
+                d,
+            )
+            if is_src:
+                msg += " and to be no larger size than src %s" % list(src._data.shape)
+            raise RuntimeError(msg)
+    _check_gather_index(index._data, shape, d)
+    if is_src:
+        sl = tuple(slice(0, n) for n in _nd(ishape))
+        vals = src._data.reshape(_nd(src._data.shape))[sl].astype(input._data.dtype)
     else:
-        vals = np.full(index._data.shape, src, input._data.dtype)
-    lin = _gather_lin(input._data.shape, d, index).reshape(-1)
+        vals = np.full(_nd(ishape), src, input._data.dtype)
+    lin = _gather_lin(shape, d, index._data)
     out = input._data.copy()
-    flat = out.reshape(-1)
-    if add:
-        K.scatter_add_flat_cpu(flat, lin, np.ascontiguousarray(vals).reshape(-1))
-    else:
-        K.scatter_flat_cpu(flat, lin, np.ascontiguousarray(vals).reshape(-1))
-    if isinstance(src, Tensor):
-        return opdef.record(out, (input, src), overload="src", attrs=(d, index, add))
-    return opdef.record(out, (input,), overload="value", attrs=(d, index, add))
+    K.scatter_flat(out.reshape(-1), lin, vals, add)
+    # scatter's self gradient needs the index; scatter_add's only the src gradient does
+    keep = not add or (is_src and src._requires_grad)
+    saved = {"index": index} if keep else None
+    inputs = (input, src) if is_src else (input,)
+    return opdef.record(
+        out, inputs, overload="src" if is_src else "value", attrs=(d, ishape, add), saved=saved
+    )
 
 
 @op(
@@ -365,7 +541,7 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
         return scatter_add(input, dim, index, src)
     if src is None:
         src = value
-    return _scatter_impl(input, dim, index, src, False, scatter.op)
+    return _scatter_impl(input, dim, index, src, False, scatter.op, "scatter")
 
 
 @op(
@@ -377,12 +553,23 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     kernels=CPU,
 )
 def scatter_add(input, dim, index, src):
-    return _scatter_impl(input, dim, index, src, True, scatter_add.op)
+    return _scatter_impl(input, dim, index, src, True, scatter_add.op, "scatter_add")
 
 
 def _index_select_vjp(node, grads):
-    shape, dim, index = node.attrs
-    lin = np.take(_lin(shape), index, axis=dim)
+    shape, d, ishape = node.attrs
+    idx = _read_index(node, "index", ishape).reshape(-1)
+    n = _nd(shape)[d]
+    bad = K.first_bad(idx, 0, n)
+    if bad is not None:  # PyTorch's index_add_: its scatter_add_ fast path, or its own check
+        if len(shape) > 1 and d in (0, len(shape) - 1) and idx.dtype == np.int64:
+            raise RuntimeError(
+                "index %d is out of bounds for dimension %d with size %d" % (bad, d, n)
+            )
+        raise IndexError("index out of range in self")
+    lin = np.take(_lin(_nd(shape)), idx.astype(np.int64), axis=d)
+    if not shape:
+        lin = lin.reshape(())
     return (_scatter_lin(grads[0], shape, lin),)
 
 
@@ -395,16 +582,30 @@ def _index_select_vjp(node, grads):
     kernels=CPU,
 )
 def index_select(input, dim, index):
-    if not isinstance(index, Tensor) or not index._dtype.is_integral:
-        raise RuntimeError("index_select(): Expected dtype int32/int64 for index")
+    if not isinstance(index, Tensor) or index._dtype not in (_dt.int64, _dt.int32):
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
     if index._data.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
-    d = _wrap_dim(dim, input._data.ndim)
-    idx = index._data.reshape(-1).astype(np.int64)
-    K.check_index(idx, input._data.shape[d], d)
-    idx = np.where(idx < 0, idx + input._data.shape[d], idx)
+    shape = input._data.shape
+    d = _wrap_dim(dim, len(shape))
+    n = _nd(shape)[d]
+    idx = index._data.reshape(-1)
+    if not shape and idx.size != 1:
+        raise RuntimeError(
+            "index_select(): Index to scalar can have only 1 value, got %d value(s)" % idx.size
+        )
+    bad = K.first_bad(idx, 0, n)
+    if bad is not None:
+        if d == 1 and len(shape) >= 2:  # PyTorch's CPU kernel for dim 1 says it this way
+            raise RuntimeError(
+                "INDICES element is out of DATA bounds, id=%d axis_dim=%d" % (bad, n)
+            )
+        raise IndexError("index out of range in self")
+    arr = np.take(input._data.reshape(_nd(shape)), idx.astype(np.int64), axis=d)
+    if not shape:
+        arr = arr.reshape(())  # a scalar input stays a scalar
     return index_select.op.record(
-        np.take(input._data, idx, axis=d), (input,), attrs=(input._data.shape, d, idx)
+        arr, (input,), attrs=(shape, d, index._data.shape), saved={"index": index}
     )
 
 
@@ -417,15 +618,30 @@ def nonzero(input, *, as_tuple=False):
 
 
 def _masked_select_vjp(node, grads):
-    shape, lin = node.attrs  # broadcast shape: the engine sums the gradient to the input's
-    return (_scatter_lin(grads[0], shape, lin),)
+    (shape,) = node.attrs  # broadcast shape: the engine sums the gradient to the input's
+    m = node.array("mask")
+    try:
+        m = np.broadcast_to(m, shape)
+    except ValueError:
+        raise broadcast_error((_make(m), _make(np.empty(shape)))) from None
+    lin = _lin(shape)[m.astype(np.bool_, copy=False)]
+    g = grads[0]
+    n = g._data.shape[0] if g._data.ndim else 1
+    if lin.size > n:  # the mask gained ones through .data: PyTorch's masked_scatter_ error
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    if lin.size < n:
+        g = g[: lin.size]
+    return (_scatter_lin(g, shape, lin),)
 
 
 @op("masked_select", "indexing", node="MaskedSelectBackward0", vjp=_masked_select_vjp, variants=FM)
 def masked_select(input, mask):
     if not isinstance(mask, Tensor) or mask._dtype is not _dt.bool:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
-    shape = np.broadcast_shapes(input._data.shape, mask._data.shape)
+    try:
+        shape = np.broadcast_shapes(input._data.shape, mask._data.shape)
+    except ValueError:
+        raise broadcast_error((mask, input)) from None
     m = np.broadcast_to(mask._data, shape)
     arr = np.broadcast_to(input._data, shape)[m]
-    return masked_select.op.record(arr, (input,), attrs=(shape, _lin(shape)[m]))
+    return masked_select.op.record(arr, (input,), attrs=(shape,), saved={"mask": mask})

@@ -6,7 +6,9 @@
   upstream gradient per sample (or a single scalar for mean/sum) and never forms log-probs.
 * ``bce_*`` / ``bcel_*``: binary cross-entropy on probabilities / logits over 1-D buffers.
 * ``mse_*``: squared error over 1-D buffers.
-Forward kernels return the float64 sum of the per-element losses they write.
+Forward kernels return the float64 sum of the per-element losses they write.  The NLL kernels
+index memory with user targets: ops/nn/loss.py validates them first, forward and backward, and
+the kernels check each one again (NOTE [user indices] in kernels/cpu/index.py).
 """
 
 import numpy as np
@@ -28,6 +30,8 @@ def nll_fwd_cpu(x, t, w, ignore_index, smoothing, fused, loss, wt, lse):
                 wt[o, i] = 0
                 lse[o, i] = 0
                 continue
+            if ti < 0 or ti >= C:  # the caller validated: a last line of defence
+                raise IndexError("Target is out of bounds.")
             ls = 0.0
             if fused:
                 m = x[o, 0, i]
@@ -73,6 +77,8 @@ def nll_bwd_cpu(x, t, w, ignore_index, smoothing, fused, lse, gs, gx):
                 for k in range(C):
                     gx[o, k, i] = 0
                 continue
+            if ti < 0 or ti >= C:
+                raise IndexError("Target is out of bounds.")
             gi = gs[0, 0] if shared else gs[o, i]
             if fused:
                 a = gi * (1.0 - smoothing) * w[ti]

@@ -42,16 +42,24 @@ def maxpool2d_fwd_cpu(x, out, idx, kh, kw, sh, sw, ph, pw, dh, dw):
 
 @njit(**JIT)
 def maxpool2d_bwd_cpu(g, idx, gx):
-    """gx (planes, H*W) zeroed here; every output's gradient goes to its argmax."""
+    """gx (planes, H*W) zeroed here; every output's gradient goes to its argmax.  The indices
+    are checked: the forward returns them to the user, who can change them before backward."""
     P = g.shape[0]
     n = g.shape[1] * g.shape[2]
+    m = gx.shape[1]
     gx[...] = 0
     for p in range(P):
         gp = g[p].reshape(n)
         ip = idx[p].reshape(n)
         dst = gx[p]
         for k in range(n):
-            dst[ip[k]] += gp[k]
+            j = ip[k]
+            if j < 0 or j >= m:
+                raise RuntimeError(
+                    "max_pool2d_with_indices_backward(): found an invalid max index (the "
+                    "indices were changed after the forward)"
+                )
+            dst[j] += gp[k]
 
 
 @njit(**JIT)

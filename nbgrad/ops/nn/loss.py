@@ -10,7 +10,7 @@ from ... import dtypes as _dt
 from ..._tensor import Tensor
 from ...autograd.batching import batched
 from ...grad_mode import STATE
-from ...kernels.cpu import loss as KL
+from ...kernels.cpu import index as KI, loss as KL
 from .. import pointwise_fns as _pw
 from ..registry import internal_op, op
 from ._common import carray, check_float, check_no_grad, compute_dtype, needs
@@ -137,16 +137,24 @@ def _check_nll(x, target, weight, ignore_index):
         raise RuntimeError(
             "expected scalar type %s but found %s" % (x._dtype._legacy, weight._dtype._legacy)
         )
-    ta = target._data.astype(np.int64, copy=False)
-    if ta.size:
-        bad = (ta != ignore_index) & ((ta < 0) | (ta >= C))
-        if bad.any():
-            raise IndexError("Target %d is out of bounds." % ta[bad].reshape(-1)[0])
     if x.ndim == 1:
         shape3 = (1, C, 1)
     else:
         shape3 = (x.shape[0], C, int(np.prod(x.shape[2:])))
-    return shape3, np.ascontiguousarray(ta).reshape(shape3[0], shape3[2])
+    return shape3, _targets(target._data, shape3, ignore_index)
+
+
+def _targets(ta, shape3, ignore_index):
+    """Class-index targets as a fresh (outer, inner) int64 array, every one in [0, C) or the
+    ignore_index: the kernels index memory with them.  Forward and backward (NOTE [saved
+    indices] in ops/indexing.py: ``.data`` can change a saved target after the forward)."""
+    t = np.array(ta, dtype=np.int64, order="C").reshape(shape3[0], shape3[2])
+    if KI.first_bad(t, 0, shape3[1]) is not None:  # out of range, or ignored
+        flat = t.reshape(-1)
+        out = (flat != ignore_index) & ((flat < 0) | (flat >= shape3[1]))
+        if out.any():
+            raise IndexError("Target %d is out of bounds." % flat[out][0])
+    return t
 
 
 def _nll_graph_grad(g, x, t, wa, gscale, ignore_index, smoothing, fused, shape3):
@@ -180,7 +188,10 @@ def _nll_vjp(node, grads):
     g = grads[0]
     reduction, ignore_index, smoothing, fused, shape3, total_w = node.attrs
     x = node.unpack("x")
-    t = node.array("t")
+    ta = node.array("t")
+    if ta.size != shape3[0] * shape3[2] or ta.dtype.kind not in "iu":
+        raise RuntimeError("nll_loss: the target was replaced after the forward")
+    t = _targets(ta, shape3, ignore_index)
     wa = node.array("w")
     outer, _, inner = shape3
     if reduction == "none":
@@ -244,7 +255,7 @@ def _nll(x, target, weight, ignore_index, reduction, smoothing, fused, opdef):
         res.astype(x._dtype.np, copy=False),
         (x,),
         overload=overload,
-        saved={"t": t3, "w": wa, "lse": lse},
+        saved={"t": target, "w": wa, "lse": lse},
         attrs=(reduction, int(ignore_index), float(smoothing), bool(fused), shape3, total_w),
     )
     if reduction == "none" and smoothing == 0 and (x.ndim == 3 or x.ndim > 4):
