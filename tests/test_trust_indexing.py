@@ -671,3 +671,11 @@ def test_forged_values_are_refused_as_corrupted(node):
     raw = _forge({"format": "nbgrad", "version": 1, "root": node, "tensors": []})
     with pytest.raises(RuntimeError, match="is corrupted"):
         ser.load(io.BytesIO(raw))
+
+
+def test_max_pool_indices_modified_in_place_is_a_version_error():
+    x = T.randn(1, 1, 4, 4, requires_grad=True)
+    y, idx = T.nn.functional.max_pool2d(x, 2, return_indices=True)
+    idx.add_(0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()

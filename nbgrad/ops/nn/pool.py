@@ -120,14 +120,15 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
     idx = np.empty((P, OH, OW), np.int64)
     KP.maxpool2d_fwd_cpu(carray(x, cd).reshape(P, H, W), out, idx, kh, kw, sh, sw, ph, pw, dh, dw)
     oshape = tuple(x.shape[:-2]) + (OH, OW)
-    idx = idx.reshape(oshape)
+    # the returned indices tensor is what is saved: an in-place change to it is a version error
+    indices = _make(idx.reshape(oshape))
     y = max_pool2d.op.record(
         out.reshape(oshape).astype(x._dtype.np, copy=False),
         (x,),
-        saved={"idx": idx},
+        saved={"idx": indices},
         attrs=(tuple(x.shape), P, H, W),
     )
-    return y, _make(idx)
+    return y, indices
 
 
 # -- average pooling ---------------------------------------------------------------------------
