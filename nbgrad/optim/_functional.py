@@ -364,8 +364,11 @@ def _adagrad_consts(s, step, lr, lr_decay, eps, weight_decay):
     return (s(weight_decay), weight_decay != 0, s(eps), s(-clr))
 
 
-def adagrad_update(param, grad, state, *, lr, lr_decay, eps, weight_decay, maximize, cache=None):
-    """One Adagrad step for one parameter; ``state`` holds step, sum."""
+def adagrad_update(
+    param, grad, state, *, lr, lr_decay, eps, weight_decay, maximize, fused=False, cache=None
+):
+    """One Adagrad step for one parameter; ``state`` holds step, sum.  With ``fused`` only the
+    step's version moves (PyTorch's fused kernel writes param and sum without bumping them)."""
     step = _increment(state["step"])
 
     p = _as_real(param._data)
@@ -386,8 +389,9 @@ def adagrad_update(param, grad, state, *, lr, lr_decay, eps, weight_decay, maxim
         std = np.sqrt(s)
         std += eps_
         np.add(p, neg_clr * g / std, out=p)
-    _bump(param)  # param.addcdiv_
-    _bump(s_t)  # state_sum.addcmul_
+    if not fused:
+        _bump(param)  # param.addcdiv_
+        _bump(s_t)  # state_sum.addcmul_
 
 
 # ------------------------------------------------------------------------------------------

@@ -35,16 +35,17 @@ def _device_dtype_check_for_fused(p):
 class Adagrad(Optimizer):
     r"""Adagrad, as ``torch.optim.Adagrad``.
 
-    With ``g`` the gradient (``-g`` with ``maximize``) and ``t`` the step count::
+        With ``g`` the gradient (``-g`` with ``maximize``) and ``t`` the step count::
 
-        clr <- lr / (1 + (t - 1) lr_decay)
-        g <- g + weight_decay * p
-        s <- s + g^2                       (s starts at initial_accumulator_value)
-        p <- p - clr g / (sqrt(s) + eps)
+            clr <- lr / (1 + (t - 1) lr_decay)
+            g <- g + weight_decay * p
+            s <- s + g^2                       (s starts at initial_accumulator_value)
+            p <- p - clr g / (sqrt(s) + eps)
 
-    As in PyTorch, the state (``step``, ``sum``) of every parameter is created by the
-    constructor, not at the first step.  ``foreach`` is accepted for compatibility; ``fused``
-    keeps PyTorch's checks and its float32 ``step`` (every path runs the fused Numba kernel).
+        As in PyTorch, the state (``step``, ``sum``) of every parameter is created by the
+        constructor, not at the first step.  ``foreach`` is accepted for compatibility; ``fused``
+        keeps PyTorch's checks, its float32 ``step`` and its version counters (the fused kernel does
+    not bump the parameter's or ``sum``'s); every path runs the same fused Numba kernel.
     """
 
     def __init__(
@@ -156,6 +157,7 @@ class Adagrad(Optimizer):
                     eps=group["eps"],
                     weight_decay=_scalar(group["weight_decay"]),
                     maximize=group["maximize"],
+                    fused=bool(fused),
                     cache=cache,
                 )
         return loss
