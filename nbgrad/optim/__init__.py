@@ -14,6 +14,7 @@ from .adagrad import Adagrad
 from .adam import Adam
 from .adamax import Adamax
 from .adamw import AdamW
+from .lbfgs import LBFGS
 from .nadam import NAdam
 from .optimizer import (
     Optimizer,
@@ -35,6 +36,7 @@ __all__ = [
     "Adamax",
     "NAdam",
     "RAdam",
+    "LBFGS",
     "lr_scheduler",
     "register_optimizer_step_pre_hook",
     "register_optimizer_step_post_hook",
