@@ -22,7 +22,16 @@ import numpy as np
 from .._tensor import Tensor
 from ..kernels.cpu import optim as _k
 
-__all__ = ["sgd_update", "adam_update", "rmsprop_update"]
+__all__ = [
+    "sgd_update",
+    "adam_update",
+    "rmsprop_update",
+    "adagrad_update",
+    "adadelta_update",
+    "adamax_update",
+    "nadam_update",
+    "radam_update",
+]
 
 USE_KERNELS = True
 _KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -344,3 +353,364 @@ def rmsprop_update(
         _bump(gavg_t)  # grad_avg.lerp_
     if use_momentum:
         _bump(buf_t, 2)  # buf.mul_().addcdiv_()
+
+
+# ------------------------------------------------------------------------------------------
+# Adagrad
+
+
+def _adagrad_consts(s, step, lr, lr_decay, eps, weight_decay):
+    clr = lr / (1 + (step - 1) * lr_decay)
+    return (s(weight_decay), weight_decay != 0, s(eps), s(-clr))
+
+
+def adagrad_update(
+    param, grad, state, *, lr, lr_decay, eps, weight_decay, maximize, fused=False, cache=None
+):
+    """One Adagrad step for one parameter; ``state`` holds step, sum.  With ``fused`` only the
+    step's version moves (PyTorch's fused kernel writes param and sum without bumping them)."""
+    step = _increment(state["step"])
+
+    p = _as_real(param._data)
+    c = _cached(cache, p.dtype, step, _adagrad_consts, step, lr, lr_decay, eps, weight_decay)
+    g = _grad_array(grad, p.dtype)
+    s_t = state["sum"]
+    s = _as_real(s_t._data)
+
+    if _kernel_ok((p, s)):
+        _k.adagrad_step(_flat(p), _contig(g), _flat(s), bool(maximize), *c)
+    else:
+        wd, use_wd, eps_, neg_clr = c
+        if maximize:
+            g = -g
+        if use_wd:
+            g = g + wd * p
+        np.add(s, g * g, out=s)
+        std = np.sqrt(s)
+        std += eps_
+        np.add(p, neg_clr * g / std, out=p)
+    if not fused:
+        _bump(param)  # param.addcdiv_
+        _bump(s_t)  # state_sum.addcmul_
+
+
+# ------------------------------------------------------------------------------------------
+# Adadelta
+
+
+def _adadelta_consts(s, lr, rho, eps, weight_decay):
+    return (s(weight_decay), weight_decay != 0, s(rho), s(1 - rho), s(eps), s(-lr))
+
+
+def adadelta_update(param, grad, state, *, lr, rho, eps, weight_decay, maximize, cache=None):
+    """One Adadelta step for one parameter; ``state`` holds step, square_avg, acc_delta."""
+    _increment(state["step"])
+
+    p = _as_real(param._data)
+    c = _cached(cache, p.dtype, None, _adadelta_consts, lr, rho, eps, weight_decay)
+    g = _grad_array(grad, p.dtype)
+    sq_t, acc_t = state["square_avg"], state["acc_delta"]
+    sq, acc = _as_real(sq_t._data), _as_real(acc_t._data)
+
+    if _kernel_ok((p, sq, acc)):
+        _k.adadelta_step(_flat(p), _contig(g), _flat(sq), _flat(acc), bool(maximize), *c)
+    else:
+        wd, use_wd, rho_, one_minus_rho, eps_, neg_lr = c
+        if maximize:
+            g = -g
+        if use_wd:
+            g = g + wd * p
+        np.multiply(sq, rho_, out=sq)
+        np.add(sq, one_minus_rho * g * g, out=sq)
+        std = np.sqrt(sq + eps_)
+        delta = np.sqrt(acc + eps_)
+        delta /= std
+        delta *= g
+        np.multiply(acc, rho_, out=acc)
+        np.add(acc, one_minus_rho * delta * delta, out=acc)
+        np.add(p, neg_lr * delta, out=p)
+    _bump(param)  # param.add_
+    _bump(sq_t, 2)  # square_avg.mul_().addcmul_()
+    _bump(acc_t, 2)  # acc_delta.mul_().addcmul_()
+
+
+# ------------------------------------------------------------------------------------------
+# Adamax
+
+
+def _adamax_consts(s, step, lr, beta1, beta2, eps, weight_decay):
+    clr = lr / (1 - beta1**step)
+    w1, one_minus_w1, w1_small = _lerp_weight(1 - beta1, s)
+    return (
+        s(weight_decay),
+        weight_decay != 0,
+        w1,
+        one_minus_w1,
+        w1_small,
+        s(beta2),
+        s(eps),
+        s(-clr),
+    )
+
+
+def adamax_update(param, grad, state, *, lr, beta1, beta2, eps, weight_decay, maximize, cache=None):
+    """One Adamax step for one parameter; ``state`` holds step, exp_avg, exp_inf."""
+    step = _increment(state["step"])
+
+    p = _as_real(param._data)
+    c = _cached(cache, p.dtype, step, _adamax_consts, step, lr, beta1, beta2, eps, weight_decay)
+    g = _grad_array(grad, p.dtype)
+    m_t, u_t = state["exp_avg"], state["exp_inf"]
+    m, u = _as_real(m_t._data), _as_real(u_t._data)
+
+    if _kernel_ok((p, m, u)):
+        _k.adamax_step(_flat(p), _contig(g), _flat(m), _flat(u), bool(maximize), *c)
+    else:
+        wd, use_wd, w1, one_minus_w1, w1_small, b2, eps_, neg_clr = c
+        if maximize:
+            g = -g
+        if use_wd:
+            g = g + wd * p
+        _lerp_(m, g, w1, one_minus_w1, w1_small)
+        np.multiply(u, b2, out=u)
+        norm = np.abs(g)
+        norm += eps_
+        np.maximum(u, norm, out=u)
+        np.add(p, neg_clr * m / u, out=p)
+    _bump(param)  # param.addcdiv_
+    _bump(m_t)  # exp_avg.lerp_
+    _bump(u_t, 2)  # exp_inf.mul_() + torch.maximum(..., out=exp_inf)
+
+
+# ------------------------------------------------------------------------------------------
+# NAdam
+
+
+def _nadam_consts(
+    s, step, mu_product, lr, beta1, beta2, eps, weight_decay, momentum_decay, decoupled
+):
+    # mu_product is the state's value after ``mu_product *= mu`` (a Python float)
+    bias_correction2 = 1 - beta2**step
+    mu = nadam_mu(step, beta1, momentum_decay)
+    mu_next = nadam_mu(step + 1, beta1, momentum_decay)
+    mu_product_next = mu_product * mu_next
+    w1, one_minus_w1, w1_small = _lerp_weight(1 - beta1, s)
+    use_decoupled = weight_decay != 0 and decoupled
+    return (
+        s(weight_decay),
+        weight_decay != 0 and not decoupled,
+        s(1 - lr * weight_decay),
+        use_decoupled,
+        w1,
+        one_minus_w1,
+        w1_small,
+        s(beta2),
+        s(1 - beta2),
+        s(bias_correction2),
+        s(eps),
+        s(-lr * (1.0 - mu) / (1.0 - mu_product)),
+        s((-lr * mu_next) / (1.0 - mu_product_next)),
+    )
+
+
+def nadam_mu(step, beta1, momentum_decay):
+    """NAdam's momentum coefficient mu_t."""
+    return beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
+
+
+def nadam_update(
+    param,
+    grad,
+    state,
+    *,
+    lr,
+    beta1,
+    beta2,
+    eps,
+    weight_decay,
+    momentum_decay,
+    decoupled_weight_decay,
+    maximize,
+    cache=None,
+):
+    """One NAdam step for one parameter; ``state`` holds step, mu_product, exp_avg,
+    exp_avg_sq (``mu_product`` is a 0-d tensor in the scalar dtype, updated in its dtype)."""
+    step = _increment(state["step"])
+    mp_t = state["mu_product"]
+    mp = mp_t._data
+    mp[()] = mp * mp.dtype.type(nadam_mu(step, beta1, momentum_decay))  # mu_product *= mu
+    mp_t._vc[0] += 1
+    mu_product = mp.item()
+
+    p = _as_real(param._data)
+    key = (step, mu_product)
+    c = _cached(
+        cache,
+        p.dtype,
+        key,
+        _nadam_consts,
+        step,
+        mu_product,
+        lr,
+        beta1,
+        beta2,
+        eps,
+        weight_decay,
+        momentum_decay,
+        decoupled_weight_decay,
+    )
+    g = _grad_array(grad, p.dtype)
+    m_t, v_t = state["exp_avg"], state["exp_avg_sq"]
+    m, v = _as_real(m_t._data), _as_real(v_t._data)
+
+    if _kernel_ok((p, m, v)):
+        _k.nadam_step(_flat(p), _contig(g), _flat(m), _flat(v), bool(maximize), *c)
+    else:
+        (
+            wd,
+            coupled,
+            decay_mul,
+            decoupled,
+            w1,
+            one_minus_w1,
+            w1_small,
+            b2,
+            one_minus_b2,
+            bc2,
+            eps_,
+            c_grad,
+            c_avg,
+        ) = c
+        if decoupled:
+            np.multiply(p, decay_mul, out=p)
+        if maximize:
+            g = -g
+        if coupled:
+            g = g + wd * p
+        _lerp_(m, g, w1, one_minus_w1, w1_small)
+        np.multiply(v, b2, out=v)
+        np.add(v, one_minus_b2 * g * g, out=v)
+        denom = np.sqrt(v / bc2)
+        denom += eps_
+        np.add(p, c_grad * g / denom, out=p)
+        np.add(p, c_avg * m / denom, out=p)
+    _bump(param, 3 if c[3] else 2)  # [param.mul_] + two param.addcdiv_
+    _bump(m_t)  # exp_avg.lerp_
+    _bump(v_t, 2)  # exp_avg_sq.mul_().addcmul_()
+
+
+# ------------------------------------------------------------------------------------------
+# RAdam
+
+
+def _radam_consts(s, step, lr, beta1, beta2, eps, weight_decay, decoupled):
+    bias_correction1 = 1 - beta1**step
+    bias_correction2 = 1 - beta2**step
+    rho_inf = 2 / (1 - beta2) - 1
+    rho_t = rho_inf - 2 * step * (beta2**step) / bias_correction2
+    rectify = rho_t > 5.0
+    rect = (
+        ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+        if rectify
+        else 0.0
+    )
+    w1, one_minus_w1, w1_small = _lerp_weight(1 - beta1, s)
+    use_decoupled = weight_decay != 0 and decoupled
+    return (
+        s(weight_decay),
+        weight_decay != 0 and not decoupled,
+        s(1 - lr * weight_decay),
+        use_decoupled,
+        w1,
+        one_minus_w1,
+        w1_small,
+        s(beta2),
+        s(1 - beta2),
+        s(bias_correction1),
+        s(lr),
+        rectify,
+        s(1),
+        s(bias_correction2**0.5),
+        s(eps),
+        s(rect),
+    )
+
+
+def radam_update(
+    param,
+    grad,
+    state,
+    *,
+    lr,
+    beta1,
+    beta2,
+    eps,
+    weight_decay,
+    decoupled_weight_decay,
+    maximize,
+    cache=None,
+):
+    """One RAdam step for one parameter; ``state`` holds step, exp_avg, exp_avg_sq."""
+    step = _increment(state["step"])
+
+    p = _as_real(param._data)
+    c = _cached(
+        cache,
+        p.dtype,
+        step,
+        _radam_consts,
+        step,
+        lr,
+        beta1,
+        beta2,
+        eps,
+        weight_decay,
+        decoupled_weight_decay,
+    )
+    g = _grad_array(grad, p.dtype)
+    m_t, v_t = state["exp_avg"], state["exp_avg_sq"]
+    m, v = _as_real(m_t._data), _as_real(v_t._data)
+
+    if _kernel_ok((p, m, v)):
+        _k.radam_step(_flat(p), _contig(g), _flat(m), _flat(v), bool(maximize), *c)
+    else:
+        (
+            wd,
+            coupled,
+            decay_mul,
+            decoupled,
+            w1,
+            one_minus_w1,
+            w1_small,
+            b2,
+            one_minus_b2,
+            bc1,
+            lr_,
+            rectify,
+            one,
+            bc2_sqrt,
+            eps_,
+            rect,
+        ) = c
+        if decoupled:
+            np.multiply(p, decay_mul, out=p)
+        if maximize:
+            g = -g
+        if coupled:
+            g = g + wd * p
+        _lerp_(m, g, w1, one_minus_w1, w1_small)
+        np.multiply(v, b2, out=v)
+        np.add(v, one_minus_b2 * g * g, out=v)
+        update = m / bc1
+        update *= lr_
+        if rectify:
+            adaptive = np.sqrt(v)
+            adaptive += eps_
+            np.divide(one, adaptive, out=adaptive)
+            adaptive *= bc2_sqrt
+            update *= adaptive
+            update *= rect
+        np.subtract(p, update, out=p)
+    _bump(param, 2 if c[3] else 1)  # [param.mul_] + param.add_
+    _bump(m_t)  # exp_avg.lerp_
+    _bump(v_t, 2)  # exp_avg_sq.mul_().addcmul_()

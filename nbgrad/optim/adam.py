@@ -33,11 +33,14 @@ def _steps_to_tensors(optimizer):
                 p_state["step"] = _step_tensor(float(p_state["step"]))
 
 
-def _check_capturable(group):
+_CAPTURABLE_DEVICES = ["cuda", "xpu", "hpu", "privateuseone", "xla"]
+
+
+def _check_capturable(group, what="params and state_steps", devices=_CAPTURABLE_DEVICES):
+    """``capturable=True`` needs accelerator tensors: PyTorch raises this for CPU ones."""
     if group.get("capturable"):
         raise AssertionError(
-            "If capturable=True, params and state_steps must be on supported "
-            "devices: ['cuda', 'xpu', 'hpu', 'xla']."
+            "If capturable=True, %s must be on supported devices: %s." % (what, devices)
         )
 
 
