@@ -23,10 +23,11 @@ def _public(ns, own=True):
     names = []
     for n in dir(ns):
         obj = getattr(ns, n)
-        if n.startswith("_") or isinstance(obj, types.ModuleType) or n.isupper() and len(n) > 1:
+        listed = n in getattr(ns, "__all__", ())
+        constant = n.isupper() and len(n) > 1 and not listed and not inspect.isclass(obj)
+        if n.startswith("_") or isinstance(obj, types.ModuleType) or constant:
             continue  # private names, submodules, constants
         home = getattr(obj, "__module__", None)
-        listed = n in getattr(ns, "__all__", ())
         if own and not listed and home and not home.startswith(ns.__name__):
             continue
         names.append(n)
