@@ -49,6 +49,7 @@ class BackwardCFunction(Node, FunctionCtx):
     """Base of every ``<Name>Backward`` node class."""
 
     _forward_cls = None
+    _runs_undefined = True  # backward runs even if no output got a gradient (PyTorch)
     materialize_grads = True
     to_save = ()
     dirty_tensors = ()

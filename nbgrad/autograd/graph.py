@@ -36,6 +36,7 @@ class Node:
     __slots__ = ("next_functions", "_seq", "_in_meta", "__dict__", "__weakref__")
     _name = None
     _tensor_hooks = _retain = _pre_hooks = _post_hooks = _metadata = _trace = None
+    _runs_undefined = False  # apply() is called even when every gradient is None
 
     def __init__(self, next_functions=(), in_meta=()):
         self.next_functions = next_functions
@@ -98,6 +99,7 @@ class AccumulateGrad(Node):
 
     __slots__ = ("variable", "_lock")
     _name = "torch::autograd::AccumulateGrad"
+    _runs_undefined = True  # post-accumulate hooks run even without a gradient (PyTorch)
 
     def __init__(self, variable):
         Node.__init__(self, (), ())
@@ -108,8 +110,9 @@ class AccumulateGrad(Node):
     def apply(self, grads):
         """Update ``.grad`` (layout rules of SEMANTICS.md section 7), then run the
         post-accumulate hooks."""
-        with self._lock:
-            self._accumulate(grads[0])
+        if grads[0] is not None:
+            with self._lock:
+                self._accumulate(grads[0])
         var = self.variable
         if var._post_acc_hooks:
             for hook in list(var._post_acc_hooks.values()):
@@ -159,11 +162,11 @@ def run_tensor_hooks(node, grads):
         per_slot = node._tensor_hooks or {}
     for nr, hooks in per_slot.items():
         g = grads[nr]
-        if g is None:
-            continue
         for hook in list(hooks.values()):  # snapshot: see SEMANTICS.md section 1 (removal)
-            r = hook(g)
+            r = hook(g)  # an undefined gradient reaches hooks as None (PyTorch)
             if r is not None:
+                if g is None:
+                    raise RuntimeError("can't replace a None gradient with a non-None value")
                 g = _check_tensor_hook(hook, r, g)
         grads[nr] = g
     if node._retain is not None:

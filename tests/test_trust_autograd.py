@@ -1,0 +1,198 @@
+"""Issue #10 (trust), autograd semantics: in-place and views, hooks, custom Functions, grad
+mode, forward mode, gradcheck.
+
+Every test that takes the fixture ``T`` runs once with ``nbgrad`` and, when PyTorch (the oracle)
+is installed, once more with ``torch``: the same assertions, so each expectation is checked
+against PyTorch 2.13 and stays meaningful without it.
+"""
+
+import numpy as np
+import pytest
+from conftest import needs_torch, torch
+
+import nbgrad
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("nbgrad", id="nbgrad"),
+        pytest.param("torch", id="torch", marks=needs_torch),
+    ]
+)
+def T(request):
+    return nbgrad if request.param == "nbgrad" else torch
+
+
+def arr(t):
+    return None if t is None else t.detach().numpy()
+
+
+def fwd(T):
+    return T.autograd.forward_ad
+
+
+# ---------------------------------------------------------------------------------------------
+# Hooks on the gradient-accumulator node; backward(inputs=[non_leaf]); undefined gradients
+
+
+def test_accumulator_prehook_result_is_what_accumulates(T):
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    acc = y.grad_fn.next_functions[0][0]
+    seen = []
+    acc.register_prehook(lambda g: (seen.append(arr(g[0])), (g[0] * 10,))[1])
+    acc.register_hook(lambda gi, go: seen.append((gi, arr(go[0]))))
+    y.sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [20.0, 20.0])
+    np.testing.assert_array_equal(seen[0], [2.0, 2.0])
+    assert seen[1][0] == ()
+    np.testing.assert_array_equal(seen[1][1], [20.0, 20.0])
+
+
+def test_accumulator_hook_order_with_tensor_and_post_accumulate_hooks(T):
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    log = []
+    x.register_hook(lambda g: log.append(("tensor", arr(g).tolist())))
+    acc = y.grad_fn.next_functions[0][0]
+    acc.register_prehook(lambda g: (log.append(("pre", arr(g[0]).tolist())), (g[0] + 1,))[1])
+    x.register_post_accumulate_grad_hook(lambda t: log.append(("postacc", arr(t.grad).tolist())))
+    acc.register_hook(lambda gi, go: log.append(("post", arr(go[0]).tolist())))
+    y.sum().backward()
+    assert log == [
+        ("tensor", [2.0, 2.0]),
+        ("pre", [2.0, 2.0]),
+        ("postacc", [3.0, 3.0]),
+        ("post", [3.0, 3.0]),
+    ]
+
+
+def test_accumulator_post_hook_must_return_empty_tuple(T):
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.grad_fn.next_functions[0][0].register_hook(lambda gi, go: (go[0] * 5,))
+    with pytest.raises(RuntimeError, match="has returned an incorrect number of values"):
+        y.sum().backward()
+
+
+def test_backward_inputs_non_leaf_runs_its_node_hooks(T):
+    """backward(inputs=[y]) retains y's grad and runs y.grad_fn (pre- and post-hooks fire;
+    gradients for inputs nobody asked for are None), as PyTorch's exec_info does."""
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    z = y * 3
+    log = []
+    y.grad_fn.register_prehook(lambda g: (log.append(("pre", arr(g[0]).tolist())), (g[0] * 10,))[1])
+    y.grad_fn.register_hook(
+        lambda gi, go: log.append(("post", [arr(g) for g in gi], arr(go[0]).tolist()))
+    )
+    z.sum().backward(inputs=[y], retain_graph=True)
+    np.testing.assert_array_equal(arr(y.grad), [3.0, 3.0])  # before the pre-hook
+    assert y.retains_grad and x.grad is None
+    assert log[0] == ("pre", [3.0, 3.0])
+    assert log[1][0] == "post" and log[1][1] == [None, None] and log[1][2] == [30.0, 30.0]
+    z.sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [60.0, 60.0])
+
+
+def test_autograd_grad_non_leaf_input_does_not_run_its_node(T):
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    log = []
+    y.grad_fn.register_prehook(lambda g: log.append("pre"))
+    (g,) = T.autograd.grad((y * 3).sum(), [y])
+    np.testing.assert_array_equal(arr(g), [3.0, 3.0])
+    assert log == []
+
+
+def _blocker(T):
+    class Block(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return None
+
+    return Block
+
+
+def test_node_without_any_gradient_still_runs_with_hooks_seeing_none(T):
+    log = []
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    x.register_hook(lambda g: log.append(("xhook", g)))
+    x.register_post_accumulate_grad_hook(lambda t: log.append(("postacc", t.grad)))
+    acc = (x * 1).grad_fn.next_functions[0][0]
+    acc.register_prehook(lambda g: log.append(("accpre", g)))
+    acc.register_hook(lambda gi, go: log.append(("accpost", gi, go)))
+    y = x * 3
+    y.register_hook(lambda g: log.append(("yhook", g)))
+    y.retain_grad()
+    y.grad_fn.register_prehook(lambda g: log.append(("ypre", g)))
+    y.grad_fn.register_hook(lambda gi, go: log.append(("ypost", gi, go)))
+    _blocker(T).apply(y).sum().backward()
+    assert log == [
+        ("yhook", None),
+        ("ypre", (None,)),
+        ("ypost", (None, None), (None,)),
+        ("xhook", None),
+        ("accpre", (None,)),
+        ("postacc", None),
+        ("accpost", (), (None,)),
+    ]
+    assert y.grad is None and x.grad is None
+
+
+def test_function_backward_runs_when_no_output_got_a_gradient(T):
+    log = []
+
+    class F(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            log.append(arr(g).tolist())
+            return g * 2
+
+    class Fm(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            log.append(g)
+            return None if g is None else g * 2
+
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    _blocker(T).apply(F.apply(x)).sum().backward()
+    assert log == [[0.0, 0.0]]  # materialized zeros
+    np.testing.assert_array_equal(arr(x.grad), [0.0, 0.0])
+    log.clear()
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    _blocker(T).apply(Fm.apply(x)).sum().backward()
+    assert log == [None] and x.grad is None
+
+
+def test_hook_replacing_an_undefined_gradient_raises(T):
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    y.register_hook(lambda g: T.ones(2))
+    with pytest.raises(RuntimeError, match="can't replace a None gradient with a non-None value"):
+        _blocker(T).apply(y).sum().backward()
+
+
+def test_unused_output_of_multi_output_node_reaches_its_hook_as_none(T):
+    x = T.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    a, b = (x * 2).split(2)
+    log = []
+    a.register_hook(lambda g: log.append(("a", arr(g).tolist())))
+    b.register_hook(lambda g: log.append(("b", g)))
+    a.grad_fn.register_prehook(lambda g: log.append(("pre", [arr(t) for t in g])))
+    (a * 1).sum().backward()
+    assert log[:2] == [("a", [1.0, 1.0]), ("b", None)]
+    assert log[2][0] == "pre" and log[2][1][1] is None
