@@ -6,6 +6,8 @@ is installed, once more with ``torch``: the same assertions, so each expectation
 against PyTorch 2.13 and stays meaningful without it.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 from conftest import needs_torch, torch
@@ -196,3 +198,120 @@ def test_unused_output_of_multi_output_node_reaches_its_hook_as_none(T):
     (a * 1).sum().backward()
     assert log[:2] == [("a", [1.0, 1.0]), ("b", None)]
     assert log[2][0] == "pre" and log[2][1][1] is None
+
+
+# ---------------------------------------------------------------------------------------------
+# gradcheck's messages
+
+NOT_REENTRANT = (
+    "Backward is not reentrant, i.e., running backward with same input and grad_output multiple "
+    "times gives different values, although analytical gradient matches numerical gradient."
+    "The tolerance for nondeterminism was 0.0.\n\n"
+    "NOTE: If your op relies on non-deterministic operations i.e., it is listed here:\n"
+    "https://pytorch.org/docs/stable/generated/torch.use_deterministic_algorithms.html\n"
+    "this failure might be expected.\n\n"
+    "If you are adding a new operator, please file an issue and then use one of the\n"
+    "workarounds. The workaround depends on how your test invokes gradcheck/gradgradcheck.\n"
+    "If the test\n"
+    "- manually invokes gradcheck/gradgradcheck, then call gradcheck/gradgradcheck\n"
+    "  with `nondet_tol=<tol>` as a keyword argument.\n"
+    "- is OpInfo-based (e.g., in test_ops_gradients.py), then modify the OpInfo for the test\n"
+    "  to have `gradcheck_nondet_tol=<tol>`.\n"
+    "- is a Module test (e.g., in common_nn.py), then modify the corresponding\n"
+    "  module_test entry to have `gradcheck_nondet_tol=<tol>`\n"
+)
+
+
+def _drifting(T):
+    """A backward that adds a growing offset: wrong *and* not reentrant."""
+    calls = []
+
+    class Drift(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            calls.append(1)
+            return g * 2 + len(calls) * 1e-3
+
+    return Drift
+
+
+@pytest.mark.parametrize("fast_mode", [False, True])
+def test_gradcheck_reports_non_reentrant_backward_before_the_mismatch(T, fast_mode):
+    x = T.tensor([1.0, 2.0], dtype=T.float64, requires_grad=True)
+    with pytest.raises(RuntimeError) as info:
+        T.autograd.gradcheck(_drifting(T).apply, (x,), fast_mode=fast_mode)
+    assert type(info.value).__name__ == "GradcheckError"
+    assert str(info.value) == NOT_REENTRANT
+    assert T.autograd.gradcheck(_drifting(T).apply, (x,), raise_exception=False) is False
+
+
+UNDEFINED_NOTE = 'Please look at "Notes about undefined output gradients" in ' + (
+    '"tools/autograd/derivatives.yaml"'
+)
+
+
+def test_gradcheck_undefined_output_grads_must_give_zero_or_undefined(T):
+    class NonZero(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return (g if g is not None else T.ones(2, dtype=T.float64)) * 2
+
+    x = T.tensor([1.0, 2.0], dtype=T.float64, requires_grad=True)
+    with pytest.warns(UserWarning, match="New undefined gradient support checking"):
+        with pytest.raises(RuntimeError) as info:
+            T.autograd.gradcheck(NonZero.apply, (x,))
+    assert str(info.value) == (
+        "Expected all input grads to be undefined or zero when all output grads are undefined "
+        "or zero. " + UNDEFINED_NOTE
+    )
+    with pytest.warns(UserWarning):
+        assert T.autograd.gradcheck(NonZero.apply, (x,), raise_exception=False) is False
+    assert T.autograd.gradcheck(NonZero.apply, (x,), check_undefined_grad=False)
+
+
+def test_gradcheck_backward_that_fails_on_undefined_output_grads(T):
+    class Strict(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            if g1 is None and g2 is None:
+                raise RuntimeError("undefined")
+            return (g1 * 2 if g1 is not None else 0) + (g2 * 3 if g2 is not None else 0)
+
+    x = T.tensor([1.0, 2.0], dtype=T.float64, requires_grad=True)
+    with pytest.warns(UserWarning, match="New undefined gradient support checking"):
+        with pytest.raises(RuntimeError) as info:
+            T.autograd.gradcheck(Strict.apply, (x,))
+    assert str(info.value) == (
+        "Expected backward function to handle undefined output grads. " + UNDEFINED_NOTE
+    )
+    assert str(info.value.__cause__) == "undefined"
+
+
+def test_gradcheck_materialized_undefined_grads_pass(T):
+    class Fine(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):  # zeros arrive for undefined grads (materialize_grads)
+            return g1 * 2 + g2 * 3
+
+    x = T.tensor([1.0, 2.0], dtype=T.float64, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert T.autograd.gradcheck(Fine.apply, (x,))
