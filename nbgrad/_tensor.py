@@ -275,7 +275,7 @@ class Tensor:
 
     # -- interop --------------------------------------------------------------------------
     def numpy(self, *, force=False):
-        if self._requires_grad and not force:
+        if self._requires_grad and not force and STATE.enabled:  # allowed under no_grad
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use "
                 "tensor.detach().numpy() instead."

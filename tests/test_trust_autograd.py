@@ -6,6 +6,7 @@ is installed, once more with ``torch``: the same assertions, so each expectation
 against PyTorch 2.13 and stays meaningful without it.
 """
 
+import re
 import warnings
 
 import numpy as np
@@ -315,3 +316,197 @@ def test_gradcheck_materialized_undefined_grads_pass(T):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert T.autograd.gradcheck(Fine.apply, (x,))
+
+
+# ---------------------------------------------------------------------------------------------
+# Custom Functions: setup_context inputs, keyword arguments, vjp alias
+
+
+def _scaled(T, grads):
+    class Scaled(T.autograd.Function):
+        @staticmethod
+        def forward(x, y=None, s=2.0):
+            return x * s + (y if y is not None else 0)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.inputs = inputs
+            ctx.s = inputs[2]
+
+        @staticmethod
+        def backward(ctx, g):
+            return grads(ctx, g)
+
+    return Scaled
+
+
+def test_setup_context_receives_bound_arguments_with_defaults(T):
+    F = _scaled(T, lambda ctx, g: (g * ctx.s, None, None))
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    y = F.apply(x)
+    ctx = y.grad_fn
+    assert len(ctx.inputs) == 3 and ctx.inputs[0] is x and ctx.inputs[1] is None
+    assert ctx.inputs[2] == 2.0
+    assert ctx.needs_input_grad == (True, False, False)
+    y.sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [2.0, 2.0])
+    x.grad = None
+    F.apply(x, s=5.0).sum().backward()  # a keyword becomes its positional slot
+    np.testing.assert_array_equal(arr(x.grad), [5.0, 5.0])
+
+
+def test_function_gradient_count_covers_every_input(T):
+    F = _scaled(T, lambda ctx, g: (g * ctx.s,))
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape(
+            "function ScaledBackward returned an incorrect number of gradients (expected 3, got 1)"
+        ),
+    ):
+        F.apply(x).sum().backward()
+
+
+def test_function_edges_are_its_tensor_inputs_only(T):
+    F = _scaled(T, lambda ctx, g: (g * ctx.s, g, None))
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    z = T.tensor([1.0, 1.0], requires_grad=True)
+    y = F.apply(x, z)
+    assert len(y.grad_fn.next_functions) == 2  # s=2.0 has no edge
+    y.sum().backward()
+    np.testing.assert_array_equal(arr(z.grad), [1.0, 1.0])
+    w = F.apply(x, None, 3.0)
+    assert len(w.grad_fn.next_functions) == 1
+
+
+def test_function_keyword_tensor_arguments_are_inputs(T):
+    class F(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y=None, w=None):
+            ctx.needs = ctx.needs_input_grad
+            return x * 2 + (y if y is not None else 0)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2, g
+
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    z = T.tensor([1.0, 2.0], requires_grad=True)
+    y = F.apply(x, y=z)
+    assert y.grad_fn.needs == (True, True) and len(y.grad_fn.next_functions) == 2
+    y.sum().backward()
+    np.testing.assert_array_equal(arr(z.grad), [1.0, 1.0])
+
+
+def test_function_non_none_gradient_for_a_non_tensor_input_raises(T):
+    F = _scaled(T, lambda ctx, g: (g * ctx.s, None, g))
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="position 3, but the corresponding forward input"):
+        F.apply(x).sum().backward()
+
+
+def test_function_vjp_is_an_alias_of_backward(T):
+    class V(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def vjp(ctx, g):
+            return g * 2
+
+    class Both(V):
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3
+
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    V.apply(x).sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [2.0, 2.0])
+    with pytest.raises(
+        RuntimeError, match="Implementing both 'backward' and 'vjp' for a custom Function"
+    ):
+        Both.apply(x).sum().backward()
+
+
+# ---------------------------------------------------------------------------------------------
+# autograd.grad's materialize_grads and inputs; numpy() under no_grad; grad-mode decorators
+
+
+def test_materialized_grads_require_grad_under_create_graph(T):
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    w = T.tensor([1.0, 2.0], requires_grad=True)
+    gx, gw = T.autograd.grad(x * 2, [x, w], T.ones(2), materialize_grads=True, create_graph=True)
+    assert not gx.requires_grad and gw.requires_grad
+    np.testing.assert_array_equal(arr(gw), [0.0, 0.0])
+    # an output that is itself a leaf (no grad_fn)
+    gx, gw = T.autograd.grad(x, [x, w], T.ones(2), materialize_grads=True)
+    np.testing.assert_array_equal(arr(gx), [1.0, 1.0])
+    np.testing.assert_array_equal(arr(gw), [0.0, 0.0])
+
+
+def test_grad_inputs_as_dict_and_empty_inputs(T):
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    w = T.tensor([1.0, 2.0], requires_grad=True)
+    got = T.autograd.grad((x * 2).sum(), {"a": x, "b": w}, materialize_grads=True)
+    assert list(got) == ["a", "b"]
+    np.testing.assert_array_equal(arr(got["a"]), [2.0, 2.0])
+    np.testing.assert_array_equal(arr(got["b"]), [0.0, 0.0])
+    with pytest.raises(RuntimeError, match="`inputs` argument to `grad\\(\\)` cannot be empty."):
+        T.autograd.grad((x * 2).sum(), [])
+
+
+def test_numpy_of_a_tensor_requiring_grad_under_no_grad(T):
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor that requires grad"):
+        x.numpy()
+    with T.no_grad():
+        np.testing.assert_array_equal(x.numpy(), [1.0, 2.0])
+    with T.inference_mode():
+        np.testing.assert_array_equal(x.numpy(), [1.0, 2.0])
+
+
+@pytest.mark.parametrize("make", ["no_grad()", "no_grad", "enable_grad()", "inference_mode()"])
+def test_grad_mode_decorating_a_class_warns_and_wraps_it(T, make):
+    deco = eval("T." + make)  # noqa: S307 - a fixed expression
+
+    class C:
+        def __init__(self):
+            self.enabled = T.is_grad_enabled()
+
+    with pytest.warns(FutureWarning, match="Decorating classes is deprecated"):
+        wrapped = deco(C)
+    assert not isinstance(wrapped, type) and wrapped.__name__ == "<lambda>"
+    obj = wrapped()
+    assert isinstance(obj, C)
+    assert obj.enabled == (make == "enable_grad()")
+
+
+# ---------------------------------------------------------------------------------------------
+# mT / T on 0-d and 1-d tensors
+
+
+def test_mT_of_a_0d_tensor_is_the_tensor_itself(T):
+    import nbgrad._tensor_methods as tm
+
+    tm._WARNED.discard("mT0")
+    x = T.tensor(3.0, requires_grad=True)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        y = x.mT
+    assert y is x
+    if T is nbgrad:  # PyTorch warns once per process
+        assert "Tensor.mT is deprecated on 0-D tensors" in str(w[0].message)
+    (g,) = T.autograd.grad(x.mT * 2, x)
+    assert g.item() == 2.0
+    with pytest.raises(RuntimeError, match="tensor.mT is only supported on matrices"):
+        T.tensor([1.0, 2.0]).mT
+
+
+def test_T_of_0d_and_1d_tensors_is_a_permute_view(T):
+    for x in (T.tensor(3.0, requires_grad=True), T.tensor([1.0, 2.0], requires_grad=True)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            y = x.T
+        assert y is not x and y._base is x
+        assert y.grad_fn.name() == "PermuteBackward0"
