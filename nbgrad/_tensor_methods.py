@@ -9,8 +9,9 @@ import warnings
 
 import numpy as np
 
-from . import creation, dtypes as _dt, random as _random
+from . import _flags, creation, dtypes as _dt, random as _random
 from ._tensor import Tensor
+from .autograd.dual import set_tangent, tangent_of
 from .autograd.inplace import check_inplace, inplace, setitem
 from .device import as_device, check_device
 from .ops import indexing, linalg, pointwise_fns as pw, shape
@@ -366,7 +367,16 @@ def _copied(self, src):
             "The size of tensor a (%s) must match the size of tensor b (%s) at "
             "non-singleton dimension" % (list(self._data.shape), list(src._data.shape))
         ) from None
-    return result(np.array(arr), "torch::autograd::CopyBackwards", (self, src), _copy_vjp)
+    out = result(np.array(arr), "torch::autograd::CopyBackwards", (self, src), _copy_vjp)
+    if _flags.FWD:  # forward mode: the tangent is src's (none: zero, see autograd/inplace.py)
+        t = tangent_of(src)
+        if t is not None:
+            nb = t._data.ndim - src._data.ndim
+            lead = t._data.shape[:nb]
+            pad = (1,) * (self._data.ndim - src._data.ndim)
+            ta = t._data.reshape(lead + pad + src._data.shape)
+            set_tangent(out, _make(np.broadcast_to(ta, lead + self._data.shape).astype(arr.dtype)))
+    return out
 
 
 def copy_(self, src, non_blocking=False):

@@ -510,3 +510,328 @@ def test_T_of_0d_and_1d_tensors_is_a_permute_view(T):
             y = x.T
         assert y is not x and y._base is x
         assert y.grad_fn.name() == "PermuteBackward0"
+
+
+# ---------------------------------------------------------------------------------------------
+# In-place ops and views: retain_grad, leaf views, views following their base (autograd)
+
+W3 = [5.0, 6.0, 7.0]
+
+
+def test_retain_grad_then_inplace_through_a_view_holds_the_newest_version(T):
+    x = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 1
+    y.retain_grad()
+    y[:2].mul_(3)
+    assert y.grad_fn.name() == "torch::autograd::CopySlices"
+    (y * T.tensor(W3)).sum().backward()
+    np.testing.assert_array_equal(arr(y.grad), W3)
+    np.testing.assert_array_equal(arr(x.grad), [15.0, 18.0, 7.0])
+
+
+def test_inplace_on_a_requires_grad_leaf_view_of_a_no_grad_tensor_raises(T):
+    msg = "a view of a leaf Variable that requires grad is being used in an in-place operation."
+    base = T.zeros(3)
+    v = base[:2]
+    v.requires_grad_(True)
+    assert v.is_leaf and v._base is base
+    with pytest.raises(RuntimeError, match=re.escape(msg)):
+        v.mul_(2)
+    with pytest.raises(RuntimeError, match=re.escape(msg)):
+        v[:1].mul_(2)  # a view of that leaf view
+    with pytest.raises(RuntimeError, match=re.escape(msg)):
+        v.mul_(T.tensor([1.0, 2.0], requires_grad=True))
+    with T.no_grad():
+        v.add_(1)  # not recorded: allowed
+    np.testing.assert_array_equal(arr(base), [1.0, 1.0, 0.0])
+
+
+def test_views_created_in_no_grad_mode_cannot_be_modified_with_grad(T):
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    for make in (lambda: T.zeros(3), lambda: T.zeros(3, requires_grad=True) * 1):
+        base = make()
+        with T.no_grad():
+            v = base[:2]
+        with pytest.raises(RuntimeError, match="A view was created in no_grad mode and is being"):
+            v.mul_(x)
+    base = T.zeros(3)
+    with T.no_grad():
+        v = base[:2]
+    v.mul_(2)  # nothing requires grad: allowed
+    np.testing.assert_array_equal(arr(v), [0.0, 0.0])
+
+
+def test_a_view_reads_its_base_after_the_base_changed_in_place(T):
+    x = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 1
+    v = y[:2]
+    y.mul_(2)
+    assert v.grad_fn.name() == "AsStridedBackward0"
+    (v * T.tensor([1.0, 10.0])).sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [2.0, 20.0, 0.0])
+
+
+def test_a_view_reads_its_base_after_a_sibling_view_changed_in_place(T):
+    x = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 1
+    v = y[:2]
+    y[1:].mul_(2)  # element 1 is shared with v
+    (v * T.tensor([1.0, 10.0])).sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [1.0, 20.0, 0.0])
+
+
+def test_transposed_view_after_base_inplace(T):
+    x = T.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = x * 1
+    v = y.t()
+    y.mul_(2)
+    (v * T.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [[2.0, 6.0], [4.0, 8.0]])
+
+
+def test_view_of_a_no_grad_tensor_requires_grad_once_the_base_gets_history(T):
+    x = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    base = T.zeros(3)
+    v = base[:2]
+    assert not v.requires_grad
+    base.copy_(x)
+    assert v.requires_grad and v.grad_fn.name() == "AsStridedBackward0"
+    (v * T.tensor([1.0, 10.0])).sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [1.0, 10.0, 0.0])
+
+
+def test_leaf_view_follows_its_base_after_a_recorded_inplace(T):
+    x = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    base = T.ones(3)
+    v = base[:2]
+    v.requires_grad_(True)
+    base.mul_(x)
+    assert v.grad_fn.name() == "AsStridedBackward0"
+    v.sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [1.0, 1.0, 0.0])
+
+
+def test_views_after_an_unrecorded_inplace_keep_gradients(T):
+    x = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 3
+    v = y[:2]
+    with T.no_grad():
+        y.mul_(2)
+    (v * 1).sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [3.0, 3.0, 0.0])
+
+
+def test_outputs_of_multi_view_ops_cannot_follow_an_inplace(T):
+    x = T.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    p, q = (x * 1).split(2)
+    with pytest.raises(RuntimeError, match="Output 0 of Split is a view and is being modified"):
+        p.mul_(2)
+    a, b, c, d = (x * 1).unbind()
+    with pytest.raises(RuntimeError, match="Output 1 of Unbind is a view and is being modified"):
+        b.mul_(2)
+    y = x * 1
+    p, q = y.split([1, 3])
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match="Output 1 of SplitWithSizes is a view and its base"):
+        (q * 1).sum().backward()  # PyTorch raises already when q's grad_fn is read
+
+
+def test_custom_function_view_outputs_cannot_be_modified_in_place(T):
+    class F(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x[:2]
+
+        @staticmethod
+        def backward(ctx, g):
+            return T.cat([g, T.zeros(1)])
+
+    x = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 1
+    v = F.apply(y)
+    with pytest.raises(RuntimeError, match="Output 0 of F is a view and is being modified inplace"):
+        v.mul_(2)
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match="Output 0 of F is a view and its base or another view"):
+        (v * 1).sum().backward()
+
+
+# ---------------------------------------------------------------------------------------------
+# In-place on a view of a non-contiguous base that requires grad (CopySlices over as_strided)
+
+
+BASES = {
+    "transposed": lambda x: x.t() * 1,  # elementwise results keep the permuted layout
+    "permuted3d": lambda x: x.reshape(2, 3, 2).permute(2, 0, 1) * 1,
+}
+VIEWS = {
+    "row": lambda b: b[1],
+    "cols": lambda b: b[..., 1:],
+    "strided": lambda b: b[..., ::2],
+    "transposed_back": lambda b: b.swapaxes(0, -1),
+    "element": lambda b: b[0, 1:2],
+}
+
+
+@pytest.mark.parametrize("view", list(VIEWS))
+@pytest.mark.parametrize("base", list(BASES))
+def test_inplace_on_a_view_of_a_non_contiguous_base(T, base, view):
+    """The written region's gradient goes through the in-place op, the rest of the base's
+    gradient passes unchanged; checked against the closed form (and PyTorch)."""
+    data = np.arange(1.0, 13.0).reshape(3, 4) if base == "transposed" else np.arange(1.0, 13.0)
+    x = T.tensor(data, dtype=T.float64, requires_grad=True)
+    b = BASES[base](x)
+    assert not b.is_contiguous() and b._base is None
+    v = VIEWS[view](b)
+    v.mul_(3.0)
+    w = T.tensor(np.linspace(-1.0, 2.0, b.numel()).reshape(tuple(b.shape)), dtype=T.float64)
+    (b * w).sum().backward()
+    # closed form: d/dx of sum(w * b) with the view's elements scaled by 3
+    scale = np.ones(tuple(b.shape))
+    VIEWS[view](scale)[...] = 3.0
+    probe = np.arange(x.numel(), dtype=np.float64).reshape(tuple(x.shape))
+    pos = BASES[base](nbgrad.tensor(probe)).numpy().astype(int)  # x's index of each b element
+    want = np.zeros(x.numel())
+    np.add.at(want, pos.reshape(-1), (w.numpy() * scale).reshape(-1))
+    np.testing.assert_allclose(arr(x.grad).reshape(-1), want, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(arr(b), BASES[base](T.tensor(data)).numpy() * scale)
+
+
+# ---------------------------------------------------------------------------------------------
+# Partially overlapping in-place operands (PyTorch's MemoryOverlap checks)
+
+OVERLAP = (
+    "unsupported operation: some elements of the input tensor and the written-to tensor refer "
+    "to a single memory location. Please clone() the tensor before performing the operation."
+)
+OVERLAPPING = {
+    "add_": lambda x: x[1:].add_(x[:-1]),
+    "sub_alpha": lambda x: x[1:].sub_(x[:-1], alpha=2),
+    "copy_": lambda x: x[1:].copy_(x[:-1]),
+    "transposed": lambda x: x[:4].view(2, 2).add_(x[:4].view(2, 2).t()),
+    "element": lambda x: x[1:4].add_(x[2:3].squeeze(0)),  # a 0-d view inside
+    "pow_": lambda x: x[1:].pow_(x[:-1]),
+    "lt_": lambda x: x[1:].lt_(x[:-1]),
+    "lerp_": lambda x: x[1:].lerp_(x[:-1], 0.5),
+    "clamp_min_tensor": lambda x: x[1:].clamp_(min=x[:-1]),
+    "setitem_slice": lambda x: x.__setitem__(slice(1, None), x[:-1]),
+    "setitem_advanced_full": lambda x: x.__setitem__(x.new_tensor([0, 1, 2]).long(), x[:3]),
+    "scatter_full": lambda x: x[:3].scatter_(0, x.new_tensor([2, 1, 0]).long(), x[:3]),
+}
+ALLOWED = {
+    "full": lambda x: x.add_(x),
+    "same_view": lambda x: x[1:].add_(x[1:]),
+    "disjoint": lambda x: x[:3].mul_(x[3:]),
+    "interleaved_strided": lambda x: x[::2].mul_(x[1::2]),  # not dense: PyTorch can't tell
+    "expanded": lambda x: x[1:4].add_(x[1:2].expand(3) * 0),
+    "masked_fill_value": lambda x: x[1:4].masked_fill_(x[1:4] > 2, x[2]),
+    "fill_tensor": lambda x: x[1:4].fill_(x[2]),
+    "setitem_same_region": lambda x: x.__setitem__(slice(0, 3), x[0:3]),
+    "setitem_scalar_tensor": lambda x: x.__setitem__(slice(0, 2), x[1]),
+    "copy_full": lambda x: x.copy_(x),
+}
+
+
+@pytest.mark.parametrize("case", list(OVERLAPPING))
+def test_partially_overlapping_inplace_raises(T, case):
+    x = T.arange(6.0)
+    with pytest.raises(RuntimeError, match=re.escape(OVERLAP)):
+        OVERLAPPING[case](x)
+
+
+@pytest.mark.parametrize("case", list(ALLOWED))
+def test_inplace_without_partial_overlap_is_allowed(T, case):
+    x = T.arange(6.0)
+    ALLOWED[case](x)
+
+
+# ---------------------------------------------------------------------------------------------
+# Forward mode: in-place ops on views of dual tensors
+
+
+def tangent(T, t):
+    return arr(fwd(T).unpack_dual(t).tangent)
+
+
+def test_forward_ad_inplace_on_a_view_updates_the_base_tangent(T):
+    with fwd(T).dual_level():
+        x = fwd(T).make_dual(T.tensor([1.0, 2.0, 3.0]), T.tensor([1.0, 1.0, 1.0]))
+        y = x * 2
+        v = y[:2]
+        v.mul_(3)
+        np.testing.assert_array_equal(tangent(T, y), [6.0, 6.0, 2.0])
+        np.testing.assert_array_equal(tangent(T, v), [6.0, 6.0])
+        w = y[1:]  # a view made afterwards reads the updated tangent
+        np.testing.assert_array_equal(tangent(T, w), [6.0, 2.0])
+
+
+def test_forward_ad_views_see_inplace_on_their_base(T):
+    with fwd(T).dual_level():
+        x = fwd(T).make_dual(T.tensor([1.0, 2.0, 3.0]), T.tensor([1.0, 1.0, 1.0]))
+        y = x * 2
+        v = y[:2]
+        y.mul_(3)
+        np.testing.assert_array_equal(tangent(T, v), [6.0, 6.0])
+
+
+def test_forward_ad_dual_copied_into_a_view_of_a_plain_tensor(T):
+    with fwd(T).dual_level():
+        base = T.tensor([1.0, 2.0, 3.0])
+        d = fwd(T).make_dual(T.tensor([5.0, 6.0]), T.tensor([1.0, 2.0]))
+        v = base[1:]
+        v.copy_(d)
+        np.testing.assert_array_equal(tangent(T, base), [0.0, 1.0, 2.0])
+        np.testing.assert_array_equal(tangent(T, v), [1.0, 2.0])
+        plain = T.tensor([1.0, 2.0, 3.0])
+        u = plain[:2]
+        plain.copy_(fwd(T).make_dual(T.tensor([5.0, 6.0, 7.0]), T.tensor([1.0, 2.0, 3.0])))
+        np.testing.assert_array_equal(tangent(T, u), [1.0, 2.0])
+
+
+def test_forward_ad_row_inplace_and_transposed_views(T):
+    with fwd(T).dual_level():
+        x = fwd(T).make_dual(T.tensor([[1.0, 2.0], [3.0, 4.0]]), T.ones(2, 2))
+        y = x * 1
+        y[0].mul_(y[1])
+        np.testing.assert_array_equal(tangent(T, y), [[4.0, 6.0], [1.0, 1.0]])
+        x = fwd(T).make_dual(T.tensor([[1.0, 2.0], [3.0, 4.0]]), T.tensor([[1.0, 2.0], [3.0, 4.0]]))
+        y = x * 1
+        v = y.t()
+        v[0].mul_(10)
+        np.testing.assert_array_equal(tangent(T, y), [[10.0, 2.0], [30.0, 4.0]])
+        np.testing.assert_array_equal(tangent(T, v), [[10.0, 30.0], [2.0, 4.0]])
+
+
+@pytest.mark.parametrize("op", ["zero_", "fill_", "copy_", "setitem"])
+def test_forward_ad_inplace_with_a_constant_zeroes_the_tangent(T, op):
+    with fwd(T).dual_level():
+        x = fwd(T).make_dual(T.tensor([1.0, 2.0, 3.0]), T.tensor([1.0, 1.0, 1.0]))
+        y = x * 2
+        v = y[1:]
+        if op == "zero_":
+            v.zero_()
+        elif op == "fill_":
+            v.fill_(3.0)
+        elif op == "copy_":
+            v.copy_(T.tensor([5.0, 5.0]))
+        else:
+            y[0] = 7.0
+        want = [0.0, 2.0, 2.0] if op == "setitem" else [2.0, 0.0, 0.0]
+        np.testing.assert_array_equal(tangent(T, y), want)
+
+
+def test_forward_ad_inplace_on_the_dual_writes_the_users_tangent(T):
+    with fwd(T).dual_level():
+        t = T.tensor([1.0, 1.0, 1.0])
+        x = fwd(T).make_dual(T.tensor([1.0, 2.0, 3.0]), t)
+        x.mul_(2)
+        np.testing.assert_array_equal(tangent(T, x), [2.0, 2.0, 2.0])
+        np.testing.assert_array_equal(arr(t), [2.0, 2.0, 2.0])  # PyTorch shares it
+
+
+def test_forward_ad_tangent_takes_the_primal_layout(T):
+    with fwd(T).dual_level():
+        p = T.ones(2, 3)
+        tt = T.ones(3, 2).t()
+        d = fwd(T).make_dual(p, tt)
+        assert fwd(T).unpack_dual(d).tangent.stride() == (3, 1)

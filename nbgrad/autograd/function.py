@@ -240,6 +240,10 @@ class Function(metaclass=FunctionMeta):
             if id(o) in inputs_by_id and id(o) not in dirty:
                 o = Tensor._make(o._data, None, 0, o._vc, o._base if o._base is not None else o)
                 o._fn_view = (i, cls.__name__)  # in-place on it is forbidden (check_inplace)
+            elif o._basev is not None and id(o) not in dirty and not o.__dict__.get("_detached"):
+                # a view made inside forward: PyTorch's custom-Function view (not a no_grad one)
+                o._fn_view = (i, cls.__name__)
+                o.__dict__.pop("_view_no_grad", None)
             if o._dtype.is_inexact:
                 o.grad_fn = ctx
                 o._output_nr = i
