@@ -43,7 +43,7 @@ class Tensor:
         "__dict__",
     )
     # Rarely-set fields: class defaults, overridden per instance only when used (cheap creation).
-    _grad = _basev = _accum = _hooks = _post_acc_hooks = None
+    _grad = _basev = _views = _accum = _hooks = _post_acc_hooks = None
     _retains_grad = _is_param = False
     __array_priority__ = 1000  # numpy defers to our reflected operators
 
@@ -64,7 +64,8 @@ class Tensor:
         self._output_nr = output_nr
         self._vc = vc if vc is not None else [0]
         if base is not None:
-            self._base = base
+            self._basev = base
+            _track_view(self, base)
         self._inference = STATE.inference
 
     @classmethod
@@ -403,11 +404,10 @@ def _track_view(view, base):
         view._view_no_grad = True
     if base._requires_grad and base.grad_fn is None:
         return
-    ref = weakref.ref(view)
-    views = base.__dict__.get("_views")
+    views = base._views
     if views is None:
         views = base._views = _Views()
-    views.append(ref)
+    views.append(weakref.ref(view))
     if len(views) >= views.cap:
         views[:] = [r for r in views if r() is not None]
         views.cap = max(64, 2 * len(views))

@@ -181,13 +181,13 @@ def inplace(self, fn, *args, **kwargs):
     (``_rebase``) so gradients reach the base and everything it came from; every other view of
     the base then reads from the new history (``refresh_views``).
     """
-    record = STATE.enabled and (
-        self._requires_grad
-        or any(isinstance(a, Tensor) and a._requires_grad for a in args)
-        or any(isinstance(a, Tensor) and a._requires_grad for a in kwargs.values())
-    )
+    operands = [a for a in args if isinstance(a, Tensor)]
+    if kwargs:
+        operands += [a for a in kwargs.values() if isinstance(a, Tensor)]
+    record = STATE.enabled and (self._requires_grad or any(a._requires_grad for a in operands))
     check_inplace(self, record)
-    _check_overlap(self, fn, args, kwargs)
+    if operands:
+        _check_overlap(self, fn, args, kwargs)
     src = self
     fw = tangent_of(self) if _flags.FWD else None
     if record or fw is not None:
@@ -308,7 +308,7 @@ def refresh_views(base, skip):
     history, every other live view of it gets PyTorch's regenerated grad_fn, an
     ``AsStridedBackward0`` reading the base's new history (or, for the views PyTorch forbids
     to use afterwards, a node raising its error)."""
-    views = base.__dict__.get("_views")
+    views = base._views
     if not views:
         return
     edge_ = (base.grad_fn, base._output_nr)
