@@ -361,33 +361,37 @@ def _writable_like(t, primal):
 def _write_tangent(self, new):
     """The in-place op's result tangent ``new`` (None: zero, e.g. ``zero_``/``copy_`` of a
     constant) becomes ``self``'s tangent *in place*, so that every view sharing the tangent's
-    memory sees it (PyTorch); a view's write also lands in its base's tangent."""
+    memory sees it (PyTorch).  A view's tangent is an alias into its base's tangent (created,
+    zero, with the base's layout if needed), and the write lands in the base's tangent."""
     nb = DUAL.tangent_batch_dims
-    cur = tangent_of(self)
-    if new is None:
-        new_data = np.zeros(self._data.shape, self._data.dtype)
-    else:
+    own = tangent_of(self)
+    if new is not None:
         new_data = new._data
-    if cur is not None and _writable_like(cur, self):
-        cur._data[...] = new_data
     else:
-        batch = new_data.shape[:nb] if nb else ()
+        lead = own._data.shape[:nb] if (nb and own is not None) else ()
+        new_data = np.zeros(lead + self._data.shape, self._data.dtype)
+    batch = new_data.shape[:nb] if nb else ()
+    base = self._base
+    view = base is not None and not self.__dict__.get("_detached")
+    if view:
+        tb = tangent_of(base)
+        if tb is None or not _writable_like(tb, base):
+            arr = zeros_like_layout(base._data, batch)
+            if tb is not None:
+                arr[...] = tb._data
+            tb = _make(arr)
+            set_tangent(base, tb)
+        own = tangent_of(self)  # an alias into the base's tangent unless it had its own
+    if own is not None and _writable_like(own, self):
+        own._data[...] = new_data
+    else:
         arr = zeros_like_layout(self._data, batch)
         arr[...] = new_data
-        cur = _make(arr)
-        set_tangent(self, cur)
-    base = self._base
-    if base is None or self.__dict__.get("_detached"):
-        return
-    tb = tangent_of(base)
-    if tb is None or not _writable_like(tb, base):
-        arr = zeros_like_layout(base._data, cur._data.shape[:nb] if nb else ())
-        if tb is not None:
-            arr[...] = tb._data
-        tb = _make(arr)
-        set_tangent(base, tb)
-    pos = np.unravel_index(_view_positions(self, base), base._data.shape)
-    tb._data[(slice(None),) * nb + pos] = cur._data
+        own = _make(arr)
+        set_tangent(self, own)
+    if view:  # idempotent when ``own`` aliases the base's tangent
+        pos = np.unravel_index(_view_positions(self, base), base._data.shape)
+        tb._data[(slice(None),) * nb + pos] = own._data
 
 
 # ---------------------------------------------------------------------------------------------
