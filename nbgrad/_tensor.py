@@ -7,6 +7,7 @@ NOTE [version counter]: ``_vc`` is a one-element list shared by a tensor, its vi
 """
 
 import numbers
+import threading
 import warnings
 import weakref
 
@@ -382,6 +383,9 @@ class Tensor:
         return object.__format__(self, spec)
 
 
+_PRUNE_LOCK = threading.Lock()
+
+
 class _Views(list):
     """Weak references to the live views of a base (NOTE [views follow their base])."""
 
@@ -409,8 +413,10 @@ def _track_view(view, base):
         views = base._views = _Views()
     views.append(weakref.ref(view))
     if len(views) >= views.cap:
-        views[:] = [r for r in views if r() is not None]
-        views.cap = max(64, 2 * len(views))
+        with _PRUNE_LOCK:  # one pruner at a time; views appended meanwhile are kept
+            n = len(views)
+            views[:n] = [r for r in views[:n] if r() is not None]
+            views.cap = max(64, 2 * len(views))
 
 
 class Size(tuple):

@@ -951,3 +951,39 @@ def test_random_inplace_view_programs_match_torch(forward_mode):
         if t[0] != n[0] or not _same(t[1:], n[1:]):
             bad.append((seed, _fuzz_plan(seed), t[0], n[0]))
     assert not bad, bad[:3]
+
+
+def _mul2_dirty(T):
+    class Mul2(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    return Mul2
+
+
+def test_custom_function_marking_a_view_dirty_rewrites_the_base_history(T):
+    x = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 1
+    v = y[:2]
+    assert _mul2_dirty(T).apply(v) is v
+    assert v.grad_fn.name() == "AsStridedBackward0"
+    assert y.grad_fn.name() == "torch::autograd::CopySlices"
+    (y * T.tensor([1.0, 10.0, 100.0])).sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [2.0, 20.0, 100.0])
+
+
+def test_views_follow_a_base_marked_dirty_by_a_custom_function(T):
+    x = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 1
+    v = y[:2]
+    _mul2_dirty(T).apply(y)
+    assert v.grad_fn.name() == "AsStridedBackward0"
+    (v * T.tensor([1.0, 10.0])).sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [2.0, 20.0, 0.0])

@@ -250,6 +250,8 @@ class Function(metaclass=FunctionMeta):
                 o._requires_grad = True
             new_outs.append(o)
         ctx._out_meta = tuple(meta)
+        if ctx.dirty_tensors:
+            _rebase_dirty(ctx, new_outs, dirty, tensors)
         saved = []
         for t in ctx.to_save:
             if t is None:
@@ -260,6 +262,27 @@ class Function(metaclass=FunctionMeta):
                 saved.append(SavedTensor(t))
         ctx._saved = saved
         return _with_tangents(new_outs[0] if single else tuple(new_outs), tangents)
+
+
+def _rebase_dirty(ctx, outs, dirty, tensors):
+    """Inputs modified in place (mark_dirty) rewrite their base's history like a built-in
+    in-place op: a dirty view gets CopySlices on its base, the other views of a dirty tensor
+    read its new history (NOTE [views follow their base])."""
+    from .inplace import _rebase, refresh_views  # cycle: inplace sits above ops
+
+    for i, o in enumerate(outs):
+        if not isinstance(o, Tensor) or id(o) not in dirty or o.grad_fn is not ctx:
+            continue
+        base = o._basev
+        if base is not None and not o.__dict__.get("_detached"):
+            if i != 0 or not tensors or tensors[0] is not o:
+                raise RuntimeError(
+                    "nbgrad: a view marked dirty must be the first input and the first output "
+                    "of the custom Function (PyTorch's CopySlices assumes it)"
+                )
+            _rebase(o, ctx)
+        else:
+            refresh_views(o, None)
 
 
 @functools.lru_cache(maxsize=None)

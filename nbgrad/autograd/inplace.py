@@ -263,10 +263,16 @@ def _rebase(view, node):
     lin = _view_positions(view, base)
     shape = base._data.shape
 
+    fn_node = not hasattr(node, "op")  # a custom Function that marked the view dirty
+    nout = getattr(node, "_nout", 1)
+
     def copy_slices_vjp(cs, grads):
         g = grads[0]
         gslice = _take_lin(g, lin)
-        inner = conform_grads(node, node.op(node, (gslice,)))
+        if fn_node:
+            inner = conform_grads(node, node.apply((gslice,) + (None,) * (nout - 1)))
+        else:
+            inner = conform_grads(node, node.op(node, (gslice,)))
         keep = g - _scatter_lin(gslice, shape, lin)  # g with the view region zeroed
         gbase = keep if inner[0] is None else keep + _scatter_lin(inner[0], shape, lin)
         return (gbase,) + tuple(inner[1:])
