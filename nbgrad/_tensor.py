@@ -7,6 +7,7 @@ NOTE [version counter]: ``_vc`` is a one-element list shared by a tensor, its vi
 """
 
 import numbers
+import operator
 import threading
 import warnings
 import weakref
@@ -76,16 +77,14 @@ class Tensor:
         Tensor._init(t, arr, grad_fn, output_nr, vc, base)
         return t
 
-    @property
-    def _base(self):
-        """The tensor this one is a view of (None for a base)."""
-        return self._basev
-
-    @_base.setter
-    def _base(self, base):
+    def _set_base(self, base):
         self._basev = base
         if base is not None:
             _track_view(self, base)
+
+    # the tensor this one is a view of (None for a base); setting it tracks the view.  A C
+    # getter (attrgetter) keeps reads at half the cost of a Python property.
+    _base = property(operator.attrgetter("_basev"), _set_base)
 
     # -- metadata -------------------------------------------------------------------------
     @property
