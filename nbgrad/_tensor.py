@@ -399,14 +399,12 @@ def _track_view(view, base):
     reading from the base's new history (autograd/inplace.py: ``refresh_views``); a view
     holding on to its old grad_fn would silently get the gradient of the old version.  So each
     base keeps weak references to its views (pruned as it grows: amortised O(1) per view).
-    A view made in no_grad mode is marked: an in-place op through it, or a recorded one on its
-    base, is PyTorch's error.  Views of a leaf that requires grad are not tracked: such a leaf
-    is never modified in place with history.
+    As in PyTorch, any in-place write (recorded or not) to a base that requires grad, or to
+    one of its views, regenerates them.  A view made in no_grad mode is marked: an in-place op
+    through it, or on its base afterwards, is PyTorch's error.
     """
     if not STATE.enabled:
         view._view_no_grad = True
-    if base._requires_grad and base.grad_fn is None:
-        return
     views = base._views
     if views is None:
         views = base._views = _Views()

@@ -862,7 +862,14 @@ FUZZ_OPS = [
     lambda v, o: v.mul_(o(v) + 2),
     lambda v, o: v.clamp_(min=0.2),
     lambda v, o: v.__setitem__(0, 1.5),
+    lambda v, o: v.retain_grad() if v.requires_grad else None,
+    lambda v, o: _no_grad_mul(v),
 ]
+
+
+def _no_grad_mul(v):
+    with (torch if isinstance(v, torch.Tensor) else nbgrad).no_grad():
+        v.mul_(1.5)
 
 
 def _fuzz_plan(seed):
@@ -919,7 +926,8 @@ def _fuzz_program(L, seed, forward_mode):
             loss = loss + (v * 0.5 + v * v).sum()
         if loss.requires_grad:
             loss.backward()
-        return arr(b), arr(x.grad), arr(w.grad), names
+        retained = [arr(v.grad) if v.retains_grad else None for v in outs]
+        return arr(b), arr(x.grad), arr(w.grad), names, retained
     finally:
         if forward_mode:
             fw.exit_dual_level()
@@ -987,3 +995,43 @@ def test_views_follow_a_base_marked_dirty_by_a_custom_function(T):
     assert v.grad_fn.name() == "AsStridedBackward0"
     (v * T.tensor([1.0, 10.0])).sum().backward()
     np.testing.assert_array_equal(arr(x.grad), [2.0, 20.0, 0.0])
+
+
+def test_views_are_regenerated_after_an_unrecorded_inplace_too(T):
+    x = T.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    y = x * 3
+    v, u = y[:2], y[1:]
+    with T.no_grad():
+        v.mul_(2)
+    assert v.grad_fn.name() == "AsStridedBackward0"
+    assert u.grad_fn.name() == "AsStridedBackward0"
+    assert y.grad_fn.name() == "MulBackward0"
+    (u * 1).sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [0.0, 3.0, 3.0, 3.0])
+    w = x[:2]  # a view of a leaf
+    with T.no_grad():
+        x.mul_(1)
+    assert w.grad_fn.name() == "AsStridedBackward0"
+    assert w.grad_fn.next_functions[0][0].name() == "torch::autograd::AccumulateGrad"
+
+
+def test_no_grad_views_cannot_be_used_after_their_base_changed(T):
+    x = T.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    y = x * 1
+    with T.no_grad():
+        w = y[2:]
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match="A view was created in no_grad mode and its base"):
+        (w * 1).sum().backward()  # PyTorch raises already when w's grad_fn is read
+
+
+def test_retain_grad_follows_a_regenerated_view(T):
+    x = T.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    y = x * 1
+    v = y[1:]
+    v.retain_grad()
+    v.clamp_(min=2.5)  # recorded: v's grad_fn is new
+    with T.no_grad():
+        v.mul_(1.0)  # not recorded: regenerated again
+    (v * v).sum().backward()
+    np.testing.assert_array_equal(arr(v.grad), [5.0, 6.0, 8.0])

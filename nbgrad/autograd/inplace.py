@@ -236,6 +236,10 @@ def inplace(self, fn, *args, **kwargs):
             refresh_views(self, None)
         if node.saved and "out" in node.saved:
             node.saved["out"] = SavedOutput(self)
+    else:  # not recorded (no_grad): the views still follow the new version (PyTorch)
+        base = self._basev if self._basev is not None else self
+        if base._views and base._requires_grad and not self.__dict__.get("_detached"):
+            refresh_views(base, None)
     return self
 
 
@@ -293,10 +297,19 @@ def _rebase(view, node):
     vn = new_node(node_class("AsStridedBackward0"), (), as_strided_vjp)
     vn.next_functions = ((cs, 0),)
     vn._in_meta = ((shape, base._dtype),)
-    view.grad_fn = vn
-    view._output_nr = 0
-    view._requires_grad = True
+    _set_view_fn(view, vn)
     refresh_views(base, view)
+
+
+def _set_view_fn(v, node):
+    """A view's new grad_fn; its retain_grad moves along (PyTorch's
+    update_tensor_hooks_on_new_gradfn), hooks registered before stay with the old node."""
+    old, old_nr = v.grad_fn, v._output_nr
+    v.grad_fn = node
+    v._output_nr = 0
+    v._requires_grad = True
+    if v._retains_grad and old is not None and old._retain:
+        _move_retain(old, old_nr, node, 0)
 
 
 class _ViewError(Node):
@@ -315,9 +328,9 @@ def refresh_views(base, skip):
     ``AsStridedBackward0`` reading the base's new history (or, for the views PyTorch forbids
     to use afterwards, a node raising its error)."""
     views = base._views
-    if not views:
+    if not views or not base._requires_grad:
         return
-    edge_ = (base.grad_fn, base._output_nr)
+    edge_ = edge(base)
     meta = ((base._data.shape, base._dtype),)
     for ref in list(views):
         v = ref()
@@ -334,9 +347,7 @@ def refresh_views(base, skip):
             node.next_functions = (edge_,)
             node._in_meta = meta
             node.attrs = [v, base, None]  # positions computed at the first backward
-        v.grad_fn = node
-        v._output_nr = 0
-        v._requires_grad = True
+        _set_view_fn(v, node)
 
 
 def _regenerated_vjp(node, grads):
