@@ -134,17 +134,12 @@ def _run_node(node, slots, keep_graph, captures, captured, execute):
             outs = node.apply(grads)
         else:
             outs = (None,) * len(node.next_functions)
-        return _finish(node, outs, grads, keep_graph, captures, execute)
-    if ANOMALY.enabled:
-        outs = _apply_anomalous(node, grads)
+    elif ANOMALY.enabled:
+        outs = conform_grads(node, _apply_anomalous(node, grads))
     elif BATCH.dims and not handles_batch(node):
-        outs = per_sample(node, grads, conform_grads)
+        outs = conform_grads(node, per_sample(node, grads, conform_grads))
     else:
-        outs = node.apply(grads)
-    return _finish(node, conform_grads(node, outs), grads, keep_graph, captures, execute)
-
-
-def _finish(node, outs, grads, keep_graph, captures, execute):
+        outs = conform_grads(node, node.apply(grads))
     if execute is not None:  # grads for inputs nobody asked for are undefined (PyTorch)
         outs = tuple(
             g

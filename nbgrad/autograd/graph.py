@@ -95,25 +95,46 @@ class AccumulateGrad(Node):
     leaf (PyTorch supports it).  The read-modify-write of ``.grad`` (a check-then-set, and an
     in-place ``np.add`` that releases the GIL on large arrays) holds the node's lock; one leaf
     has one accumulator at a time (``grad_accumulator`` creates it under ``_ACC_LOCK``), so
-    the lock is per leaf.  An uncontended lock costs ~0.1 us per leaf per backward."""
+    the lock is per leaf, kept on the leaf across graphs (a new accumulator per forward pass
+    does not make a new lock).  An uncontended lock costs ~0.1 us per leaf per backward."""
 
     __slots__ = ("variable", "_lock")
     _name = "torch::autograd::AccumulateGrad"
     _runs_undefined = True  # post-accumulate hooks run even without a gradient (PyTorch)
 
-    def __init__(self, variable):
+    def __init__(self, variable, lock=None):
         Node.__init__(self, (), ())
         self._seq = float("inf")  # run as soon as ready (PyTorch uses UINT64_MAX)
         self.variable = variable
-        self._lock = threading.Lock()
+        self._lock = lock if lock is not None else threading.Lock()
 
     def apply(self, grads):
         """Update ``.grad`` (layout rules of SEMANTICS.md section 7), then run the
         post-accumulate hooks."""
-        if grads[0] is not None:
-            with self._lock:
-                self._accumulate(grads[0])
-        var = self.variable
+        var, g = self.variable, grads[0]
+        if g is not None:
+            with self._lock:  # NOTE [thread-safe accumulation]
+                old = var._grad
+                if old is None:
+                    if grad_mode.STATE.enabled:  # create_graph: keep the graph of the gradient
+                        from ..ops.registry import result  # cycle: ops sit above graph (Node base)
+
+                        var._grad = result(
+                            g._data.copy(),
+                            "torch::autograd::CopyBackwards",
+                            (g,),
+                            lambda node, grads: (grads[0],),
+                        )
+                    else:
+                        a = var._data
+                        arr = np.empty_like(a) if _dense(a) else np.empty(a.shape, a.dtype)
+                        np.copyto(arr, g._data, casting="unsafe")
+                        var._grad = Tensor._make(arr)
+                elif grad_mode.STATE.enabled:
+                    var._grad = old + g
+                else:
+                    np.add(old._data, g._data, out=old._data, casting="unsafe")
+                    old._vc[0] += 1
         if var._post_acc_hooks:
             for hook in list(var._post_acc_hooks.values()):
                 r = hook(var)
@@ -122,30 +143,6 @@ class AccumulateGrad(Node):
                         raise RuntimeError("Tensor post accumulate grad hooks should return None.")
                     raise TypeError("expected Variable, but hook returned '%s'" % type(r).__name__)
         return ()
-
-    def _accumulate(self, g):
-        var = self.variable
-        old = var._grad
-        if old is None:
-            if grad_mode.STATE.enabled:  # create_graph: keep the graph of the gradient
-                from ..ops.registry import result  # cycle: ops sit above graph (Node base)
-
-                var._grad = result(
-                    g._data.copy(),
-                    "torch::autograd::CopyBackwards",
-                    (g,),
-                    lambda node, grads: (grads[0],),
-                )
-            else:
-                a = var._data
-                arr = np.empty_like(a) if _dense(a) else np.empty(a.shape, a.dtype)
-                np.copyto(arr, g._data, casting="unsafe")
-                var._grad = Tensor._make(arr)
-        elif grad_mode.STATE.enabled:
-            var._grad = old + g
-        else:
-            np.add(old._data, g._data, out=old._data, casting="unsafe")
-            old._vc[0] += 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -251,6 +248,9 @@ def grad_accumulator(t):
             ref = t._accum
             acc = ref() if ref is not None else None
             if acc is None:
-                acc = AccumulateGrad(t)
+                lock = t.__dict__.get("_acc_lock")
+                if lock is None:
+                    lock = t._acc_lock = threading.Lock()
+                acc = AccumulateGrad(t, lock)
                 t._accum = weakref.ref(acc)
     return acc
