@@ -7,6 +7,8 @@ NOTE [version counter]: ``_vc`` is a one-element list shared by a tensor, its vi
 """
 
 import numbers
+import operator
+import threading
 import warnings
 import weakref
 
@@ -43,7 +45,7 @@ class Tensor:
         "__dict__",
     )
     # Rarely-set fields: class defaults, overridden per instance only when used (cheap creation).
-    _grad = _base = _accum = _hooks = _post_acc_hooks = None
+    _grad = _basev = _views = _accum = _hooks = _post_acc_hooks = None
     _retains_grad = _is_param = False
     __array_priority__ = 1000  # numpy defers to our reflected operators
 
@@ -64,7 +66,8 @@ class Tensor:
         self._output_nr = output_nr
         self._vc = vc if vc is not None else [0]
         if base is not None:
-            self._base = base
+            self._basev = base
+            _track_view(self, base)
         self._inference = STATE.inference
 
     @classmethod
@@ -73,6 +76,15 @@ class Tensor:
         t = object.__new__(cls)
         Tensor._init(t, arr, grad_fn, output_nr, vc, base)
         return t
+
+    def _set_base(self, base):
+        self._basev = base
+        if base is not None:
+            _track_view(self, base)
+
+    # the tensor this one is a view of (None for a base); setting it tracks the view.  A C
+    # getter (attrgetter) keeps reads at half the cost of a Python property.
+    _base = property(operator.attrgetter("_basev"), _set_base)
 
     # -- metadata -------------------------------------------------------------------------
     @property
@@ -252,7 +264,10 @@ class Tensor:
         return add_hook(self._post_acc_hooks, hook)
 
     def detach(self):
-        t = Tensor._make(self._data, vc=self._vc, base=self._base)
+        t = Tensor._make(self._data, vc=self._vc)
+        if self._basev is not None:  # shares storage, but is no differentiable view: untracked
+            t._basev = self._basev
+            t._detached = True
         return t
 
     def detach_(self):
@@ -275,7 +290,7 @@ class Tensor:
 
     # -- interop --------------------------------------------------------------------------
     def numpy(self, *, force=False):
-        if self._requires_grad and not force:
+        if self._requires_grad and not force and STATE.enabled:  # allowed under no_grad
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use "
                 "tensor.detach().numpy() instead."
@@ -367,6 +382,40 @@ class Tensor:
         return object.__format__(self, spec)
 
 
+_PRUNE_LOCK = threading.Lock()
+
+
+class _Views(list):
+    """Weak references to the live views of a base (NOTE [views follow their base])."""
+
+    cap = 64
+
+
+def _track_view(view, base):
+    """Record a new view of ``base``.
+
+    NOTE [views follow their base]: when an in-place op rewrites the history of a base (or of one
+    of its views), PyTorch gives every other view of it a fresh ``AsStridedBackward0`` grad_fn
+    reading from the base's new history (autograd/inplace.py: ``refresh_views``); a view
+    holding on to its old grad_fn would silently get the gradient of the old version.  So each
+    base keeps weak references to its views (pruned as it grows: amortised O(1) per view).
+    As in PyTorch, any in-place write (recorded or not) to a base that requires grad, or to
+    one of its views, regenerates them.  A view made in no_grad mode is marked: an in-place op
+    through it, or on its base afterwards, is PyTorch's error.
+    """
+    if not STATE.enabled:
+        view._view_no_grad = True
+    views = base._views
+    if views is None:
+        views = base._views = _Views()
+    views.append(weakref.ref(view))
+    if len(views) >= views.cap:
+        with _PRUNE_LOCK:  # one pruner at a time; views appended meanwhile are kept
+            n = len(views)
+            views[:n] = [r for r in views[:n] if r() is not None]
+            views.cap = max(64, 2 * len(views))
+
+
 class Size(tuple):
     """``tensor.shape``: a tuple that prints like PyTorch's ``torch.Size([2, 3])``."""
 
@@ -453,6 +502,49 @@ def _untensor(d):
     if isinstance(d, (list, tuple)):
         return [_untensor(x) for x in d]
     return d
+
+
+def _bounds(a):
+    """[lo, hi) byte addresses of ``a``'s elements."""
+    lo = hi = a.__array_interface__["data"][0]
+    for n, st in zip(a.shape, a.strides):
+        if st < 0:
+            lo += (n - 1) * st
+        else:
+            hi += (n - 1) * st
+    return lo, hi + a.itemsize
+
+
+def view_positions(v, b):
+    """Flat (C-order) index in base ``b`` of each element of view ``v`` (which shares its memory);
+    any base layout (non-contiguous, permuted, negative strides).  Arrays ``v`` and ``b``."""
+    if v.size == 0:
+        return np.zeros(v.shape, np.int64)
+    isz = b.itemsize
+    if v.itemsize != isz or any(s % isz for s in b.strides + v.strides):
+        raise RuntimeError(
+            "nbgrad: in-place on a view whose element size differs from its base's "
+            "(a dtype view) is not supported with autograd"
+        )
+    lo, hi = _bounds(b)
+    vlo, vhi = _bounds(v)
+    if vlo < lo or vhi > hi:
+        raise RuntimeError("nbgrad: the view's memory is no longer inside its base's storage")
+    vptr = v.__array_interface__["data"][0]
+    vstr = tuple(s // isz * 8 for s in v.strides)
+    as_strided = np.lib.stride_tricks.as_strided
+    if b.flags.c_contiguous:
+        lin = np.arange(b.size, dtype=np.int64)
+        off = (vptr - lo) // isz
+        return as_strided(lin[off:], shape=v.shape, strides=vstr).copy()
+    buf = np.full((hi - lo) // isz, -1, np.int64)
+    boff = (b.__array_interface__["data"][0] - lo) // isz
+    bstr = tuple(s // isz * 8 for s in b.strides)
+    as_strided(buf[boff:], shape=b.shape, strides=bstr)[...] = np.arange(b.size).reshape(b.shape)
+    pos = as_strided(buf[(vptr - lo) // isz :], shape=v.shape, strides=vstr).copy()
+    if pos.min() < 0:
+        raise RuntimeError("nbgrad: the view's memory is no longer inside its base's storage")
+    return pos
 
 
 def _dense(a):

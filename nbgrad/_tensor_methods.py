@@ -5,11 +5,13 @@ Kept out of _tensor.py so the class file stays about storage and autograd fields
 """
 
 import numbers
+import warnings
 
 import numpy as np
 
-from . import creation, dtypes as _dt, random as _random
+from . import _flags, creation, dtypes as _dt, random as _random
 from ._tensor import Tensor
+from .autograd.dual import set_tangent, tangent_of
 from .autograd.inplace import check_inplace, inplace, setitem
 from .device import as_device, check_device
 from .ops import indexing, linalg, pointwise_fns as pw, shape
@@ -190,13 +192,41 @@ for _n, _f in _OPS.items():
 # -- properties ------------------------------------------------------------------------------
 
 
+_WARNED = set()  # PyTorch's TORCH_WARN_ONCE: each deprecation warns once per process
+
+
+def _warn_once(key, msg):
+    if key not in _WARNED:
+        _WARNED.add(key)
+        warnings.warn(msg, UserWarning, stacklevel=3)
+
+
 def _T(self):
-    if self._data.ndim < 2:
-        return self
-    return shape.permute(self, *range(self._data.ndim - 1, -1, -1))
+    nd = self._data.ndim
+    if nd == 0:
+        _warn_once(
+            "T0",
+            "Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.",
+        )
+    elif nd != 2:
+        _warn_once(
+            "T",
+            "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
+            "deprecated and it will throw an error in a future release. Consider `x.mT` to "
+            "transpose batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to "
+            "reverse the dimensions of a tensor.",
+        )
+    # a permute view even for 0-d and 1-d tensors (PermuteBackward0), as PyTorch
+    return shape.permute(self, *range(nd - 1, -1, -1))
 
 
 def _mT(self):
+    if self._data.ndim == 0:  # PyTorch: deprecated, the tensor itself
+        _warn_once(
+            "mT0",
+            "Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.",
+        )
+        return self
     if self._data.ndim < 2:
         raise RuntimeError(
             "tensor.mT is only supported on matrices or batches of matrices. Got "
@@ -337,7 +367,16 @@ def _copied(self, src):
             "The size of tensor a (%s) must match the size of tensor b (%s) at "
             "non-singleton dimension" % (list(self._data.shape), list(src._data.shape))
         ) from None
-    return result(np.array(arr), "torch::autograd::CopyBackwards", (self, src), _copy_vjp)
+    out = result(np.array(arr), "torch::autograd::CopyBackwards", (self, src), _copy_vjp)
+    if _flags.FWD:  # forward mode: the tangent is src's (none: zero, see autograd/inplace.py)
+        t = tangent_of(src)
+        if t is not None:
+            nb = t._data.ndim - src._data.ndim
+            lead = t._data.shape[:nb]
+            pad = (1,) * (self._data.ndim - src._data.ndim)
+            ta = t._data.reshape(lead + pad + src._data.shape)
+            set_tangent(out, _make(np.broadcast_to(ta, lead + self._data.shape).astype(arr.dtype)))
+    return out
 
 
 def copy_(self, src, non_blocking=False):

@@ -11,6 +11,7 @@ defaults: grad mode (here: enabled, inference off), the batched-backward dims
 import functools
 import inspect
 import threading
+import warnings
 
 __all__ = [
     "no_grad",
@@ -46,7 +47,16 @@ class _DecoratorContextManager:
 
     def __call__(self, func):
         if inspect.isclass(func):
-            raise TypeError("grad-mode decorators can't decorate a class")
+            warnings.warn(
+                "Decorating classes is deprecated and will be disabled in future versions. You "
+                "should only decorate functions or methods. To preserve the current behavior of "
+                "class decoration, you can directly decorate the `__init__` method and nothing "
+                "else.",
+                FutureWarning,
+                stacklevel=2,
+            )
+            cls = func
+            func = lambda *args, **kwargs: cls(*args, **kwargs)  # noqa: E731 (PyTorch's lambda)
         if inspect.isgeneratorfunction(func):
             return self._wrap_generator(func)
 

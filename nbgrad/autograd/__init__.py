@@ -204,7 +204,10 @@ def grad(
             stacklevel=2,
         )
     outs = _tensor_list(outputs)
-    ins = _tensor_list(inputs)
+    as_dict = type(inputs) is dict
+    ins = list(inputs.values()) if as_dict else _tensor_list(inputs)
+    if not ins:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     for t in ins:
         if not isinstance(t, Tensor):
             raise TypeError("grad(): inputs must be Tensors, got %s" % type(t).__name__)
@@ -226,6 +229,8 @@ def grad(
                     if not is_grads_batched
                     else creation.zeros((gos[0]._data.shape[0],) + t._data.shape, dtype=t.dtype)
                 )
+                if create_graph:  # PyTorch: zeros_like(input, requires_grad=create_graph)
+                    g.requires_grad_(True)
             elif not allow_unused:
                 raise RuntimeError(
                     "The differentiated Tensor at index %d appears to not have been used in the "
@@ -234,6 +239,8 @@ def grad(
         elif not create_graph and g._requires_grad:
             g = g.detach()
         result.append(g)
+    if as_dict:
+        return dict(zip(inputs.keys(), result))
     return tuple(result)
 
 

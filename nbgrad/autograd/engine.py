@@ -87,6 +87,11 @@ def run_backward(
                     or (captures is not None and node in captures)
                 ):
                     outs = _run_node(node, slots, keep_graph, captures, captured, execute)
+            elif execute is None or node in execute or (captures is not None and node in captures):
+                # NOTE [undefined gradients]: a node none of whose outputs got a gradient still
+                # runs, as in PyTorch: its hooks see None, a custom Function's backward gets
+                # zeros (or None without materialize_grads); built-in nodes pass None on.
+                outs = _run_node(node, _NO_GRADS, keep_graph, captures, captured, execute)
             for i, (child, nr) in enumerate(node.next_functions):
                 if child is None:
                     continue
@@ -124,14 +129,17 @@ def _run_node(node, slots, keep_graph, captures, captured, execute):
     if node._pre_hooks:
         grads = run_pre_hooks(node, grads)
     if grads[0] is None if len(grads) == 1 else all(g is None for g in grads):
-        return None
-    if ANOMALY.enabled:
-        outs = _apply_anomalous(node, grads)
+        # NOTE [undefined gradients]
+        if node._runs_undefined and not BATCH.dims:
+            outs = node.apply(grads)
+        else:
+            outs = (None,) * len(node.next_functions)
+    elif ANOMALY.enabled:
+        outs = conform_grads(node, _apply_anomalous(node, grads))
     elif BATCH.dims and not handles_batch(node):
-        outs = per_sample(node, grads, conform_grads)
+        outs = conform_grads(node, per_sample(node, grads, conform_grads))
     else:
-        outs = node.apply(grads)
-    outs = conform_grads(node, outs)
+        outs = conform_grads(node, node.apply(grads))
     if execute is not None:  # grads for inputs nobody asked for are undefined (PyTorch)
         outs = tuple(
             g
@@ -144,6 +152,9 @@ def _run_node(node, slots, keep_graph, captures, captured, execute):
     if not keep_graph:
         node.release()
     return outs
+
+
+_NO_GRADS = {}
 
 
 def _add(buffers, node, nr, g):
@@ -181,6 +192,10 @@ def _plan(inputs, deps, root_nodes, accumulate):
                 targets.add(node)
                 continue
             captures.setdefault(node, []).append((0, idx))
+        elif accumulate:
+            # backward(inputs=[non_leaf]): its .grad comes from retain_grad; its node runs (its
+            # hooks fire) but passes gradients on only to other inputs (PyTorch's exec_info)
+            targets.add(t.grad_fn)
         else:
             captures.setdefault(t.grad_fn, []).append((t._output_nr, idx))
     # Kahn order from the roots, then decide children before parents.

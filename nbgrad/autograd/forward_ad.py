@@ -26,6 +26,7 @@ from .dual import (
     restore_tangent,  # noqa: F401  (autograd/graph.py imports it from here)
     set_tangent,
     tangent_of,
+    zeros_like_layout,
 )
 
 __all__ = [
@@ -79,7 +80,13 @@ def make_dual(tensor, tangent, *, level=None):
             "Expected both tensor and its forward grad to be floating point or complex"
         )
     alias = _alias(tensor)
-    set_tangent(alias, tangent.to(tensor.dtype))
+    tangent = tangent.to(tensor.dtype)
+    if tangent._data.strides != tensor._data.strides and tensor._data.size > 1:
+        # PyTorch: a tangent of another layout is copied to the primal's layout
+        arr = zeros_like_layout(tensor._data)
+        arr[...] = tangent._data
+        tangent = Tensor._make(arr)
+    set_tangent(alias, tangent)
     return alias
 
 
@@ -110,7 +117,7 @@ def _batch_shape(t):
 
 def unpack_dual(tensor, *, level=None):
     """(primal, tangent): the primal is an alias without tangent; tangent is None if unset."""
-    tangent = tensor.__dict__.get("_fw_grad") if isinstance(tensor, Tensor) else None
+    tangent = tangent_of(tensor)
     if tangent is None:
         return UnpackedDualTensor(tensor, None)
     prev = _flags.FWD

@@ -6,6 +6,7 @@ as built-in ops.  Forward runs under no_grad; backward runs with grad mode = cre
 """
 
 import functools
+import inspect
 import traceback
 import warnings
 
@@ -49,6 +50,8 @@ class BackwardCFunction(Node, FunctionCtx):
     """Base of every ``<Name>Backward`` node class."""
 
     _forward_cls = None
+    _tpos = None  # positions of the Tensor inputs among all inputs, None if all are Tensors
+    _runs_undefined = True  # backward runs even if no output got a gradient (PyTorch)
     materialize_grads = True
     to_save = ()
     dirty_tensors = ()
@@ -76,11 +79,11 @@ class BackwardCFunction(Node, FunctionCtx):
                 shape, dtype = self._out_meta[i]
                 if shape is not None:
                     grads[i] = zeros(*shape, dtype=dtype)
-        cls = self._forward_cls
-        result = cls.backward(self, *grads)
+        result = _user_backward(self._forward_cls)(self, *grads)
         if not isinstance(result, tuple):
             result = (result,)
-        n = len(self.next_functions)
+        tpos = self._tpos
+        n = len(self.next_functions) if tpos is None else self._n_inputs
         if len(result) > n and all(r is None for r in result[n:]):
             result = result[:n]
         if len(result) != n:
@@ -93,13 +96,14 @@ class BackwardCFunction(Node, FunctionCtx):
                 continue
             if not isinstance(r, Tensor):
                 raise RuntimeError("expected Variable or None (got %s)" % type(r).__name__)
-            if self._in_meta[i] is None:
+            if tpos is not None and i not in tpos:
                 raise RuntimeError(
                     "function %s returned a gradient different than None at "
                     "position %d, but the corresponding forward input was not a "
                     "Variable" % (self.name(), i + 1)
                 )
-        return result
+        # one gradient per Tensor input: the node's edges (next_functions) are Tensor inputs only
+        return result if tpos is None else tuple(result[i] for i in tpos)
 
     def release(self):
         if self._saved is not None:
@@ -167,16 +171,17 @@ class Function(metaclass=FunctionMeta):
     @classmethod
     def apply(cls, *args, **kwargs):
         ctx = cls._backward_cls.__new__(cls._backward_cls)
-        needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        custom_setup = cls.setup_context is not Function.setup_context
+        if custom_setup:  # setup_context sees forward's arguments with defaults (PyTorch)
+            bound = _signature(cls.forward).bind(*args, **kwargs)
+            bound.apply_defaults()
+            args, kwargs = bound.args, bound.kwargs
+        # inputs: the positional arguments, then keyword arguments' values (PyTorch)
+        inputs = args + tuple(kwargs.values()) if kwargs else args
+        needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in inputs)
         ctx.needs_input_grad = needs
         record = grad_mode.STATE.enabled and any(needs)
-        edges = tuple(edge(a) if isinstance(a, Tensor) else (None, 0) for a in args)
-        custom_setup = (
-            cls.setup_context.__func__ is not Function.setup_context.__func__
-            if hasattr(cls.setup_context, "__func__")
-            else cls.setup_context is not Function.setup_context
-        )
-        dual = _flags.FWD and any(isinstance(a, Tensor) and "_fw_grad" in a.__dict__ for a in args)
+        dual = _flags.FWD and any(tangent_of(a) is not None for a in inputs)
         prev, prev_fwd = grad_mode.STATE.enabled, _flags.FWD
         grad_mode.STATE.enabled = False
         _flags.FWD = False  # the Function's jvp, not the ops inside forward, gives tangents
@@ -189,12 +194,12 @@ class Function(metaclass=FunctionMeta):
         finally:
             grad_mode.STATE.enabled = prev
             _flags.FWD = prev_fwd
-        tangents = _run_jvp(cls, ctx, args) if dual else None
+        tangents = _run_jvp(cls, ctx, inputs) if dual else None
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
         dirty = {id(t) for t in ctx.dirty_tensors}
         nondiff = {id(t) for t in ctx.non_differentiable}
-        inputs_by_id = {id(a): a for a in args if isinstance(a, Tensor)}
+        inputs_by_id = {id(a): a for a in inputs if isinstance(a, Tensor)}
         for t in ctx.dirty_tensors:
             if not any(o is t for o in outs):
                 raise RuntimeError(
@@ -209,11 +214,15 @@ class Function(metaclass=FunctionMeta):
             t._vc[0] += 1
         if not record:
             return _with_tangents(outputs, tangents)
+        tensors = [a for a in inputs if isinstance(a, Tensor)]
         Node.__init__(
             ctx,
-            edges,
-            tuple((a._data.shape, a._dtype) if isinstance(a, Tensor) else None for a in args),
+            tuple([edge(a) for a in tensors]),
+            tuple([(a._data.shape, a._dtype) for a in tensors]),
         )
+        if len(tensors) != len(inputs):
+            ctx._tpos = tuple(i for i, a in enumerate(inputs) if isinstance(a, Tensor))
+            ctx._n_inputs = len(inputs)
         ctx._nout = len(outs)
         if _flags.TAPS and ANOMALY.enabled:  # NOTE [one flag]
             ctx._trace = traceback.extract_stack()[:-1]
@@ -231,12 +240,18 @@ class Function(metaclass=FunctionMeta):
             if id(o) in inputs_by_id and id(o) not in dirty:
                 o = Tensor._make(o._data, None, 0, o._vc, o._base if o._base is not None else o)
                 o._fn_view = (i, cls.__name__)  # in-place on it is forbidden (check_inplace)
+            elif o._basev is not None and id(o) not in dirty and not o.__dict__.get("_detached"):
+                # a view made inside forward: PyTorch's custom-Function view (not a no_grad one)
+                o._fn_view = (i, cls.__name__)
+                o.__dict__.pop("_view_no_grad", None)
             if o._dtype.is_inexact:
                 o.grad_fn = ctx
                 o._output_nr = i
                 o._requires_grad = True
             new_outs.append(o)
         ctx._out_meta = tuple(meta)
+        if ctx.dirty_tensors:
+            _rebase_dirty(ctx, new_outs, dirty, tensors)
         saved = []
         for t in ctx.to_save:
             if t is None:
@@ -247,6 +262,45 @@ class Function(metaclass=FunctionMeta):
                 saved.append(SavedTensor(t))
         ctx._saved = saved
         return _with_tangents(new_outs[0] if single else tuple(new_outs), tangents)
+
+
+def _rebase_dirty(ctx, outs, dirty, tensors):
+    """Inputs modified in place (mark_dirty) rewrite their base's history like a built-in
+    in-place op: a dirty view gets CopySlices on its base, the other views of a dirty tensor
+    read its new history (NOTE [views follow their base])."""
+    from .inplace import _rebase, refresh_views  # cycle: inplace sits above ops
+
+    for i, o in enumerate(outs):
+        if not isinstance(o, Tensor) or id(o) not in dirty or o.grad_fn is not ctx:
+            continue
+        base = o._basev
+        if base is not None and not o.__dict__.get("_detached"):
+            if i != 0 or not tensors or tensors[0] is not o:
+                raise RuntimeError(
+                    "nbgrad: a view marked dirty must be the first input and the first output "
+                    "of the custom Function (PyTorch's CopySlices assumes it)"
+                )
+            _rebase(o, ctx)
+        else:
+            refresh_views(o, None)
+
+
+@functools.lru_cache(maxsize=None)
+def _signature(fn):
+    return inspect.signature(fn)
+
+
+def _user_backward(cls):
+    """``backward``, or ``vjp`` (its alias) when that is what the Function implements."""
+    b, v = cls.backward, cls.vjp
+    if v is Function.vjp:
+        return b
+    if b is not Function.backward:
+        raise RuntimeError(
+            "Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You "
+            "should only implement one of them."
+        )
+    return v
 
 
 def _run_jvp(cls, ctx, args):

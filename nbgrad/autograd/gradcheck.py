@@ -11,6 +11,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..creation import tensor, zeros_like
 from ..dtypes import float64
+from .graph import Node, edge
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
@@ -75,35 +76,31 @@ def _numerical_jacobians(func, inputs, idx, eps):
 
 def _analytical_jacobians(func, inputs, idx, check_grad_dtypes):
     outs = _differentiable(_outputs(func, inputs))
-    jac = [
-        [np.zeros((inputs[i]._data.size, o._data.size)) for i in range(len(inputs))] for o in outs
-    ]
+    return [_jacobian_of(o, inputs, idx, check_grad_dtypes) for o in outs]
+
+
+def _jacobian_of(o, inputs, idx, check_grad_dtypes):
+    """[i] -> (n_in_i, n_out) analytical Jacobian of output ``o`` (zeros where unused)."""
+    jac = [np.zeros((inputs[i]._data.size, o._data.size)) for i in range(len(inputs))]
+    if not o._requires_grad:
+        return jac
     diff_inputs = [inputs[i] for i in idx]
-    for k, o in enumerate(outs):
-        if not o._requires_grad:
-            continue
-        for m in range(o._data.size):
-            e = np.zeros(o._data.size)
-            e[m] = 1.0
-            go = tensor(e.reshape(o._data.shape), dtype=o._dtype)
-            grads = _grad(o, diff_inputs, go, retain_graph=True, allow_unused=True)
-            for i, g in zip(idx, grads):
-                if g is None:
-                    continue
-                if check_grad_dtypes and g._dtype is not inputs[i]._dtype:
-                    raise GradcheckError("Gradient has dtype mismatch")
-                jac[k][i][:, m] = g._data.reshape(-1).real
+    for m in range(o._data.size):
+        e = np.zeros(o._data.size)
+        e[m] = 1.0
+        go = tensor(e.reshape(o._data.shape), dtype=o._dtype)
+        grads = _grad(o, diff_inputs, go, retain_graph=True, allow_unused=True)
+        for i, g in zip(idx, grads):
+            if g is None:
+                continue
+            if check_grad_dtypes and g._dtype is not inputs[i]._dtype:
+                raise GradcheckError("Gradient has dtype mismatch")
+            jac[i][:, m] = g._data.reshape(-1).real
     return jac
 
 
 def _fmt(a):
     return repr(tensor(a, dtype=float64))
-
-
-def _fail(msg, raise_exception):
-    if raise_exception:
-        raise GradcheckError(msg)
-    return False
 
 
 def _prepare(inputs, fname="gradcheck"):
@@ -145,82 +142,168 @@ def gradcheck(
     masked=None,
 ):
     """Check ``func``'s gradients at ``inputs`` against central finite differences."""
+    try:
+        return _gradcheck(
+            func,
+            inputs,
+            eps,
+            atol,
+            rtol,
+            nondet_tol,
+            check_undefined_grad,
+            check_grad_dtypes,
+            check_batched_grad,
+            check_batched_forward_grad,
+            check_forward_ad,
+            check_backward_ad,
+            fast_mode,
+        )
+    except GradcheckError:
+        if raise_exception:
+            raise
+        return False
+
+
+def _gradcheck(
+    func,
+    inputs,
+    eps,
+    atol,
+    rtol,
+    nondet_tol,
+    check_undefined_grad,
+    check_grad_dtypes,
+    check_batched_grad,
+    check_batched_forward_grad,
+    check_forward_ad,
+    check_backward_ad,
+    fast_mode,
+):
     inputs, idx = _prepare(inputs)
     outs = _differentiable(_outputs(func, inputs))
+    # PyTorch's order: reverse-mode Jacobians, forward-mode Jacobians, batched forward grads,
+    # batched grads, undefined output grads
     if check_backward_ad:
         if fast_mode:
-            ok = _fast_check(func, inputs, idx, outs, eps, atol, rtol, raise_exception)
+            _fast_check(func, inputs, idx, outs, eps, atol, rtol, nondet_tol)
         else:
             num = _numerical_jacobians(func, inputs, idx, eps)
-            ana = _analytical_jacobians(func, inputs, idx, check_grad_dtypes)
-            ok = True
-            for k in range(len(outs)):
+            for k, o in enumerate(outs):
+                # as PyTorch: each Jacobian is computed twice (reentrancy), then compared
+                ana = _jacobian_of(o, inputs, idx, check_grad_dtypes)
+                ana2 = _jacobian_of(o, inputs, idx, False)
                 for i in idx:
-                    if not np.allclose(ana[k][i], num[k][i], rtol=rtol, atol=atol):
-                        return _fail(
+                    if np.max(np.abs(ana2[i] - ana[i]), initial=0.0) > nondet_tol:
+                        raise GradcheckError(_NOT_REENTRANT % nondet_tol)
+                for i in idx:
+                    if not np.allclose(ana[i], num[k][i], rtol=rtol, atol=atol):
+                        raise GradcheckError(
                             "Jacobian mismatch for output %d with respect to input %d,\n"
-                            "numerical:%s\nanalytical:%s\n"
-                            % (k, i, _fmt(num[k][i]), _fmt(ana[k][i])),
-                            raise_exception,
+                            "numerical:%s\nanalytical:%s\n" % (k, i, _fmt(num[k][i]), _fmt(ana[i]))
                         )
-            ana2 = _analytical_jacobians(func, inputs, idx, False)
-            for k in range(len(outs)):
-                for i in idx:
-                    if np.max(np.abs(ana2[k][i] - ana[k][i]), initial=0.0) > nondet_tol:
-                        return _fail(
-                            "Backward is not reentrant, i.e., running backward with same input "
-                            "and grad_output multiple times gives different values, although "
-                            "analytical gradient matches numerical gradient.The tolerance for "
-                            "nondeterminism was %s.\n\nNOTE: If your op relies on "
-                            "non-deterministic operations i.e., it is listed here:\nhttps://"
-                            "pytorch.org/docs/stable/generated/torch.use_deterministic_algorithms"
-                            ".html\nthis failure might be expected.\n\nIf you are adding a new "
-                            "operator, please file an issue and then use one of the\nworkarounds."
-                            " The workaround depends on how your test invokes gradcheck/"
-                            "gradgradcheck.\nIf the test\n- manually invokes gradcheck/"
-                            "gradgradcheck, then call gradcheck/gradgradcheck\n  with `nondet_tol"
-                            "=<tol>` as a keyword argument.\n" % nondet_tol,
-                            raise_exception,
-                        )
-        if not ok:
-            return False
-        if check_undefined_grad:
-            diff = [inputs[i] for i in idx]
-            live = [o for o in _differentiable(_outputs(func, inputs)) if o._requires_grad]
-            if live:
-                zeros = [zeros_like(o) for o in live]
-                grads = _grad(live, diff, zeros, allow_unused=True)
-                for g in grads:
-                    if g is not None and np.any(g._data != 0):
-                        return _fail(
-                            "Expected backward function to handle undefined output "
-                            'grads. Please look at "Notes about undefined output '
-                            'gradients" in "tools/autograd/derivatives.yaml"',
-                            raise_exception,
-                        )
-        if check_batched_grad:
-            if not _batched_check(_differentiable(_outputs(func, inputs)), inputs, idx, atol, rtol):
-                return _fail(
-                    "gradcheck or gradgradcheck failed while testing batched gradient computation.",
-                    raise_exception,
-                )
     if check_forward_ad:
         from .forward_ad import _check_forward_ad  # cycle: forward_ad sits above ops
 
         if not _check_forward_ad(func, inputs, idx, eps, atol, rtol):
-            return _fail(
-                "Jacobian computed with forward mode mismatch for output 0 with respect to input 0",
-                raise_exception,
+            raise GradcheckError(
+                "Jacobian computed with forward mode mismatch for output 0 with respect to input 0"
             )
     if check_batched_forward_grad and not _batched_forward_check(func, inputs, idx, atol, rtol):
-        return _fail(
+        raise GradcheckError(
             "gradcheck or gradgradcheck failed while testing batched gradient "
             "computation. This could have been invoked in a number of ways (via a test "
             "that calls gradcheck/gradgradcheck directly or via an autogenerated test). "
-            "(forward-mode AD, batched tangents)",
-            raise_exception,
+            "(forward-mode AD, batched tangents)"
         )
+    if not check_backward_ad:
+        return True
+    if check_batched_grad:
+        if not _batched_check(_differentiable(_outputs(func, inputs)), inputs, idx, atol, rtol):
+            raise GradcheckError(
+                "gradcheck or gradgradcheck failed while testing batched gradient computation."
+            )
+    if check_undefined_grad:
+        _check_undefined_grad(func, inputs, idx)
     return True
+
+
+_NOT_REENTRANT = (
+    "Backward is not reentrant, i.e., running backward with same input and grad_output multiple "
+    "times gives different values, although analytical gradient matches numerical gradient."
+    "The tolerance for nondeterminism was %s.\n\n"
+    "NOTE: If your op relies on non-deterministic operations i.e., it is listed here:\n"
+    "https://pytorch.org/docs/stable/generated/torch.use_deterministic_algorithms.html\n"
+    "this failure might be expected.\n\n"
+    "If you are adding a new operator, please file an issue and then use one of the\n"
+    "workarounds. The workaround depends on how your test invokes gradcheck/gradgradcheck.\n"
+    "If the test\n"
+    "- manually invokes gradcheck/gradgradcheck, then call gradcheck/gradgradcheck\n"
+    "  with `nondet_tol=<tol>` as a keyword argument.\n"
+    "- is OpInfo-based (e.g., in test_ops_gradients.py), then modify the OpInfo for the test\n"
+    "  to have `gradcheck_nondet_tol=<tol>`.\n"
+    "- is a Module test (e.g., in common_nn.py), then modify the corresponding\n"
+    "  module_test entry to have `gradcheck_nondet_tol=<tol>`\n"
+)
+
+_UNDEFINED_NOTE = 'Please look at "Notes about undefined output gradients" in ' + (
+    '"tools/autograd/derivatives.yaml"'
+)
+
+
+class _UndefinedGradBackward(Node):
+    """PyTorch's ``UndefinedGrad``: an identity whose backward passes an undefined (None)
+    gradient on, so the function under test sees no output gradient at all."""
+
+    _name = "UndefinedGradBackward"
+
+    def apply(self, grads):
+        return (None,)
+
+
+def _undefined(o):
+    node = _UndefinedGradBackward((edge(o),), ((o._data.shape, o._dtype),))
+    return Tensor._make(o._data, node, 0)
+
+
+def _check_undefined_grad(func, inputs, idx):
+    """PyTorch's ``_test_undefined_backward_mode``: backward must accept undefined output grads
+    (all of them, then one at a time) and give undefined or zero input grads."""
+    diff = [inputs[i] for i in idx]
+
+    def warn_bc_breaking():
+        warnings.warn(
+            "Backwards compatibility: New undefined gradient support checking feature is "
+            "enabled by default, but it may break existing callers of this function. If this "
+            'is true for you, you can call this function with "check_undefined_grad=False" to '
+            "disable the feature",
+            UserWarning,
+            stacklevel=4,
+        )
+
+    def check(outs):
+        try:
+            grads = _grad(outs, diff, [zeros_like(o) for o in outs], allow_unused=True)
+        except RuntimeError as e:
+            warn_bc_breaking()
+            raise GradcheckError(
+                "Expected backward function to handle undefined output grads. " + _UNDEFINED_NOTE
+            ) from e
+        for g in grads:
+            if g is not None and np.any(g._data != 0):
+                warn_bc_breaking()
+                raise GradcheckError(
+                    "Expected all input grads to be undefined or zero when all output grads are "
+                    "undefined or zero. " + _UNDEFINED_NOTE
+                )
+
+    live = [o for o in _differentiable(_outputs(func, inputs)) if o._requires_grad]
+    if not live:
+        return
+    check([_undefined(o) for o in live])
+    if len(live) > 1:
+        for j in range(len(live)):
+            outs = [o for o in _differentiable(_outputs(func, inputs)) if o._requires_grad]
+            check([_undefined(o) if k == j else o for k, o in enumerate(outs)])
 
 
 def _batched_forward_check(func, inputs, idx, atol, rtol):
@@ -296,8 +379,9 @@ def _batched_check(outs, inputs, idx, atol, rtol):
     return True
 
 
-def _fast_check(func, inputs, idx, outs, eps, atol, rtol, raise_exception):
-    """Fast mode: compare v^T J u (random u, v) numerically and analytically."""
+def _fast_check(func, inputs, idx, outs, eps, atol, rtol, nondet_tol):
+    """Fast mode: compare v^T J u (random u, v) numerically and analytically; v^T J is
+    computed twice on one graph to check reentrancy first, as PyTorch does."""
     rng = np.random.default_rng(0)
     for k, o in enumerate(outs):
         v = rng.standard_normal(o._data.shape)
@@ -314,13 +398,19 @@ def _fast_check(func, inputs, idx, outs, eps, atol, rtol, raise_exception):
             outs2 = _differentiable(_outputs(func, inputs))
             analytical = 0.0
             if outs2[k]._requires_grad:
-                (g,) = _grad(outs2[k], [x], tensor(v, dtype=o._dtype), allow_unused=True)
+                vt = tensor(v, dtype=o._dtype)
+                (g,) = _grad(outs2[k], [x], vt, retain_graph=True, allow_unused=True)
+                (g2,) = _grad(outs2[k], [x], vt, allow_unused=True)
+                if (g is None) != (g2 is None) or (
+                    g is not None and np.max(np.abs(g._data - g2._data), initial=0.0) > nondet_tol
+                ):
+                    raise GradcheckError(_NOT_REENTRANT % nondet_tol)
                 if g is not None:
                     analytical = float((g._data * u).sum())
             if not abs(numerical - analytical) <= atol + rtol * abs(numerical):
                 num = _numerical_jacobians(func, inputs, [i], eps)[k][i]
                 ana = _analytical_jacobians(func, inputs, [i], False)[k][i]
-                return _fail(
+                raise GradcheckError(
                     "Jacobian mismatch for output %d with respect to input %d,\nnumerical:%r\n"
                     "analytical:%r\n\nThe above quantities relating the numerical and analytical "
                     "jacobians are computed in fast mode. See: https://github.com/pytorch/pytorch/"
@@ -335,8 +425,7 @@ def _fast_check(func, inputs, idx, outs, eps, atol, rtol, raise_exception):
                         _fmt(num),
                         _fmt(ana),
                         float(np.max(np.abs(num - ana), initial=0.0)),
-                    ),
-                    raise_exception,
+                    )
                 )
     return True
 
@@ -389,7 +478,7 @@ def gradgradcheck(
         rtol=rtol,
         raise_exception=raise_exception,
         nondet_tol=nondet_tol,
-        check_undefined_grad=False,
+        check_undefined_grad=check_undefined_grad,
         check_grad_dtypes=check_grad_dtypes,
         check_batched_grad=check_batched_grad,
         check_forward_ad=check_fwd_over_rev,
