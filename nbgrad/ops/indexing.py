@@ -18,7 +18,7 @@ from .._tensor import Tensor, _wrap_dim
 from ..autograd.batching import BATCH, batched, lead
 from ..kernels.cpu import index as K
 from .dispatch import broadcast_error
-from .registry import FUNCTION, INPLACE, LINEAR, METHOD, internal_op, node_class, op, record
+from .registry import FUNCTION, INPLACE, METHOD, internal_op, node_class, op, record
 
 FM = (FUNCTION, METHOD)
 CPU = {"cpu": K}
@@ -363,7 +363,8 @@ def _index_put_vjp(node, grads):
     return (gi, gv)
 
 
-@op("setitem", "indexing", node="torch::autograd::CopySlices", vjp=_index_put_vjp, jvp=LINEAR)
+# x[i] = v is affine, not linear, in x: forward mode takes the transposed rule
+@op("setitem", "indexing", node="torch::autograd::CopySlices", vjp=_index_put_vjp)
 def index_put(x, idx, value):
     """Out of place: a copy of ``x`` with ``x[idx] = value`` (the body of __setitem__)."""
     nidx, advanced = _normalize(idx)
