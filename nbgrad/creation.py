@@ -299,18 +299,25 @@ def _float_dtype(dtype, fn):
     return d
 
 
+def _as(arr, d):
+    """``arr`` cast to dtype ``d`` (an empty one keeps PyTorch's strides)."""
+    if arr.size == 0:
+        return _alloc(np.empty, arr.shape, d)
+    return arr.astype(d.np, copy=False)
+
+
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     d = _float_dtype(dtype, "check_uniform_bounds")
     shape = _shape(size, "rand")
     arr = _alloc(_random.rng(generator).random, shape, _dt.float64, itemsize=d.itemsize)
-    return _finish(arr.astype(d.np, copy=False), device, requires_grad)
+    return _finish(_as(arr, d), device, requires_grad)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     d = _float_dtype(dtype, "normal_kernel_cpu")
     shape = _shape(size, "randn")
     arr = _alloc(_random.rng(generator).standard_normal, shape, _dt.float64, itemsize=d.itemsize)
-    return _finish(arr.astype(d.np, copy=False), device, requires_grad)
+    return _finish(_as(arr, d), device, requires_grad)
 
 
 def _randint_bounds(low, high, d):
@@ -376,7 +383,7 @@ def randint(
         _dt.int64,
         itemsize=d.itemsize,
     )
-    return _finish(arr.astype(d.np, copy=False), device, requires_grad)
+    return _finish(_as(arr, d), device, requires_grad)
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
