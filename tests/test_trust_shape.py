@@ -415,6 +415,16 @@ def test_repeat_with_zero_and_of_empty(T):
         x.repeat(1, -1)
 
 
+def test_new_contiguous_results_have_pytorch_strides_on_size_one_dims(T):
+    # an input whose size-1 dim has an arbitrary stride: numpy would copy that stride
+    x = T.randn(4, 1)[::2].t()  # (1, 2) strides (1, 2)
+    assert x.roll(1, 1).stride() == (2, 1)
+    assert x.tril().stride() == (2, 1)
+    assert x.repeat(1, 1).stride() == (2, 1)
+    y = T.randn(3, 2)[:, :1]  # (3, 1) strides (2, 1)
+    assert y.roll(1, 0).stride() == (1, 1)
+
+
 def test_roll_of_empty_tensor_is_a_copy_before_dim_checks(T):
     x = T.zeros(0, 3, requires_grad=True)
     assert tuple(x.roll(1, 5).shape) == (0, 3)  # PyTorch returns early, unchecked

@@ -209,6 +209,17 @@ def _like_layout(values, a):
     return res
 
 
+def _contig(a):
+    """``a`` (a new array) contiguous, with PyTorch's strides also on size-1 dims (numpy keeps
+    an input's arbitrary ones there)."""
+    a = np.ascontiguousarray(a)
+    if 1 in a.shape:
+        st = contiguous_strides(a.shape)
+        if _estrides(a) != st:
+            a = _as_strided(a, a.shape, tuple(s * a.itemsize for s in st))
+    return a
+
+
 def _new(shape, dt):
     """An uninitialised contiguous result of an op (its size comes from existing tensors):
     numpy's, or PyTorch's strides when empty."""
@@ -897,7 +908,7 @@ def roll(input, shifts, dims=None):
             "shifts and dimensions must align. shifts: %d, dims:%d" % (len(shifts), len(dims))
         )
     r = _roll_array(a, shifts, dims)
-    arr = preserve_array(a) if a.size == 0 else np.ascontiguousarray(r)
+    arr = preserve_array(a) if a.size == 0 else _contig(r)
     wdims = tuple(_wrap_dim(d, a.ndim) for d in dims) if a.size else tuple(dims)
     return roll.op.record(arr, (input,), attrs=(shifts, wdims))
 
@@ -953,7 +964,7 @@ def _tri_vjp(node, grads):
 def tril(input, diagonal=0):
     if input._data.ndim < 2:
         raise RuntimeError("tril: input tensor must have at least 2 dimensions")
-    arr = np.ascontiguousarray(np.tril(input._data, diagonal))
+    arr = _contig(np.tril(input._data, diagonal))
     return tril.op.record(arr, (input,), attrs=(False, diagonal))
 
 
@@ -968,7 +979,7 @@ def tril(input, diagonal=0):
 def triu(input, diagonal=0):
     if input._data.ndim < 2:
         raise RuntimeError("triu: input tensor must have at least 2 dimensions")
-    arr = np.ascontiguousarray(np.triu(input._data, diagonal))
+    arr = _contig(np.triu(input._data, diagonal))
     return triu.op.record(arr, (input,), attrs=(True, diagonal))
 
 
@@ -1048,7 +1059,7 @@ def repeat(input, *sizes):
         arr = _alloc(np.empty, target, input._dtype)
     else:
         arr = _alloc(
-            lambda shape, npd: np.ascontiguousarray(np.tile(a, reps)) if reps else a.copy(),
+            lambda shape, npd: _contig(np.tile(a, reps)) if reps else a.copy(),
             target,
             input._dtype,
         )
