@@ -584,6 +584,8 @@ EINSUM_CASES = [
     ("i,i,i->i", [(2,), (2,), (2,)]),
     ("ij->ji", [(2, 3)]),
     ("aab,bcc->ac", [(2, 2, 1), (3, 2, 2)]),
+    ("aab,b->b", [(1, 1, 1), (3,)]),  # a size-1 label broadcast, one summed only in op 0
+    ("dcb,bc->", [(3, 1, 2), (1, 2)]),
 ]
 
 

@@ -560,7 +560,7 @@ def _einsum_vjp(node, grads):
             for k, c in enumerate(s):
                 if c not in avail:
                     gi = gi.unsqueeze(k)
-            gi = gi.expand(*[sizes[c] for c in s])
+            gi = gi.expand(*[-1 if c in avail else sizes[c] for c in s])
         if gi._data.shape != tuple(shape):  # a size-1 label broadcast against size n
             gi = gi.expand(broadcast_shape([gi._data.shape, shape])).sum_to_size(shape)
         out.append(gi)
