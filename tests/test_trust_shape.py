@@ -725,6 +725,10 @@ def test_einsum_sublist_format(T):
         ((1, 4), (2, 4, 6), True, True, "TransposeBackward0"),
         ((3, 4), (2, 4, 1), True, True, "TransposeBackward0"),
         ((2, 1, 3, 4), (5, 4, 2), True, True, "UnsafeViewBackward0"),
+        # 3-D @ 3-D, a batch of 1 that requires grad against another batch: squeezed first
+        ((1, 2, 3), (2, 3, 4), True, False, "CloneBackward0"),
+        ((1, 1, 3), (2, 3, 4), True, True, "TransposeBackward0"),
+        ((1, 2, 3), (2, 3, 4), False, True, "UnsafeViewBackward0"),
     ],
 )
 def test_matmul_node_names(T, sa, sb, grad_a, grad_b, node):
@@ -734,7 +738,16 @@ def test_matmul_node_names(T, sa, sb, grad_a, grad_b, node):
     assert y.grad_fn.name() == node
     assert np.allclose(y.detach().numpy(), a.detach().numpy() @ b.detach().numpy())
     y.sum().backward()
-    assert b.grad.shape == b.shape
+    for t in (a, b):
+        assert t.grad is None if not t.requires_grad else t.grad.shape == t.shape
+
+
+def test_matmul_squeezed_batch_errors(T):
+    a = T.ones(0, 1, 3)
+    with raises(RuntimeError, "batch2 tensor to be: [0, 3] but got: [0, 2]."):
+        a @ T.ones(1, 2, 0)
+    with raises(RuntimeError, "mat1 and mat2 shapes cannot be multiplied (0x3 and 2x0)"):
+        a @ T.ones(1, 2, 0, requires_grad=True)
 
 
 def test_bmm_node_and_empty_matmul_strides(T):

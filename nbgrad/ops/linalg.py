@@ -195,8 +195,16 @@ def _matmul(a, b, bmm_op=None):
             "both arguments to matmul need to be at least 1D, but they are %dD "
             "and %dD" % (a.ndim, b.ndim)
         )
-    path = "bmm" if bmm_op else _path(a, b)
-    _matmul_check(a, b, path)
+    ea, eb = a, b  # the operands PyTorch's decomposition works on
+    if not bmm_op and a._data.ndim == 3 and b._data.ndim == 3:
+        ba, bb = a._data.shape[0], b._data.shape[0]
+        if ba != bb:  # PyTorch squeezes a broadcast batch of 1 that requires grad
+            if ba == 1 and a._requires_grad:
+                ea = _squeezed(a)
+            elif bb == 1 and b._requires_grad:
+                eb = _squeezed(b)
+    path = "bmm" if bmm_op else _path(ea, eb)
+    _matmul_check(ea, eb, path)
     try:
         arr = call_quiet(np.matmul, (a._data, b._data))
     except ValueError:  # the batch dims do not broadcast: PyTorch's message
@@ -209,7 +217,7 @@ def _matmul(a, b, bmm_op=None):
     overload = path
     if path in ("fold", "bmm"):
         overload = "batched"
-        if path == "fold" and a.ndim == 2:  # PyTorch: output.mT().contiguous()
+        if path == "fold" and ea._data.ndim == 2:  # PyTorch: output.mT().contiguous()
             n, p = arr.shape[-2], arr.shape[-1]
             if n == 1 or p == 1 or arr.size == 0:  # that transpose is contiguous: a view
                 overload = "transpose"
@@ -217,6 +225,13 @@ def _matmul(a, b, bmm_op=None):
             else:
                 overload = "clone"
     return matmul.op.record(arr, (a, b), overload=overload)
+
+
+def _squeezed(t):
+    """``t`` without its leading size-1 dim, for choosing the path only (nothing recorded)."""
+    s = Tensor._make(t._data[0])
+    s._requires_grad = t._requires_grad
+    return s
 
 
 def _transposed_strides(shape):
