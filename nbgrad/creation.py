@@ -247,7 +247,34 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
         )
     d = _dt.as_dtype(dtype)
     shape = _shape((size,), "full")
-    return _finish(_alloc(np.full, shape, d, _scalar(fill_value)), device, requires_grad)
+    return _finish(_alloc(np.full, shape, d, _fill(fill_value, d)), device, requires_grad)
+
+
+def _fill(v, d):
+    """A fill value for dtype ``d`` as PyTorch converts it: a Python int must fit in 64 bits,
+    and in the integral dtype (an unsigned one wraps a negative value)."""
+    v = _scalar(v)
+    if isinstance(v, numbers.Integral) and not isinstance(v, bool):
+        v = int(v)
+        if not -(2**63) <= v < 2**64:
+            raise OverflowError("int too big to convert")
+        if d.is_integral:
+            info = np.iinfo(d.np)
+            if not (info.min <= v <= info.max or (info.min == 0 and 0 < -v <= info.max)):
+                raise RuntimeError(
+                    "value cannot be converted to type %s without overflow" % _C_INT[d.name]
+                )
+            return v % (int(info.max) + 1) if info.min == 0 else v
+    return v
+
+
+_C_INT = {
+    "uint8": "uint8_t",
+    "int8": "int8_t",
+    "int16": "int16_t",
+    "int32": "int32_t",
+    "int64": "int64_t",
+}
 
 
 def _scalar(v):
@@ -288,7 +315,7 @@ def full_like(
     input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None
 ):
     out = _empty_like(input, _like(input, dtype))
-    out[...] = _scalar(fill_value)
+    out[...] = _fill(fill_value, _dt.from_numpy_dtype(out.dtype))
     return _finish(out, device, requires_grad)
 
 

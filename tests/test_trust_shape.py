@@ -92,6 +92,11 @@ def raises(exc, phrase):
         (lambda T: T.randint(0, 3, 5), TypeError, "randint() received an invalid combination"),
         (lambda T: T.randint(1.5, 3.5, (2,)), TypeError, "randint() received an invalid"),
         (lambda T: T.tensor(2**70), ValueError, "Overflow when unpacking long long"),
+        (lambda T: T.full((2,), 2**70), OverflowError, "int too big to convert"),
+        (lambda T: T.full_like(T.zeros(2), 2**64), OverflowError, "int too big to convert"),
+        (lambda T: T.full((2,), 2**63), RuntimeError, "to type int64_t without overflow"),
+        (lambda T: T.full((2,), 300, dtype=T.uint8), RuntimeError, "to type uint8_t without"),
+        (lambda T: T.full_like(T.zeros(2, dtype=T.int8), 200), RuntimeError, "int8_t without"),
     ],
 )
 def test_bad_sizes_raise_pytorch_errors(T, call, exc, phrase):
@@ -123,6 +128,8 @@ def test_creation_edge_sizes(T):
     assert T.randint(0, 3, ()).shape == ()
     assert T.randint(-(2**63), 2**63 - 1, (2,)).dtype == T.int64
     assert T.randint(0, 2, (3,), dtype=T.bool).dtype == T.bool
+    assert T.full((2,), -1, dtype=T.uint8).tolist() == [255, 255]  # wraps, as PyTorch
+    assert T.full((2,), -(2**63)).tolist() == [-(2**63)] * 2
 
 
 def test_unrepresentable_empty_tensor_is_a_clear_error():
