@@ -139,6 +139,20 @@ def test_unrepresentable_empty_tensor_is_a_clear_error():
         nbgrad.empty(2**31, 2**31, 2, 0)
 
 
+def test_manual_seed_range(T):
+    before = T.initial_seed()
+    assert T.manual_seed(-1).initial_seed() == 2**64 - 1
+    assert T.manual_seed(2**64 - 1).initial_seed() == 2**64 - 1
+    for bad in (2**64, -(2**63) - 1):
+        with raises(ValueError, "Overflow when unpacking long long"):
+            T.manual_seed(bad)
+    T.manual_seed(-1)
+    a = T.rand(3)
+    T.manual_seed(2**64 - 1)
+    assert T.equal(a, T.rand(3))
+    T.manual_seed(before)
+
+
 def test_linspace_propagates_nan_inf_as_pytorch(T):
     # PyTorch counts the first half up from start and the second half down from end
     x = T.linspace(float("nan"), 1, 3)
