@@ -1,6 +1,7 @@
 """Creation functions: tensor, as_tensor, from_numpy, zeros/ones/full/empty(+_like), rand*,
 arange, linspace, eye."""
 
+import math
 import numbers
 import warnings
 
@@ -56,7 +57,10 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
             UserWarning,
             stacklevel=2,
         )
-    arr = _to_array(data, dtype)
+    try:
+        arr = _to_array(data, dtype)
+    except OverflowError:  # an int beyond int64
+        raise ValueError("Overflow when unpacking long long") from None
     arr = np.array(arr, copy=True, order="C")
     return _finish(arr, device, requires_grad)
 
@@ -84,24 +88,133 @@ def from_numpy(ndarray):
     return Tensor._make(ndarray)
 
 
-def _shape(size):
+_I64_MAX = 2**63 - 1
+_U64_MAX = 2**64 - 1
+
+
+def _type_name(v):
+    t = type(v)
+    if t.__module__ in ("builtins", __name__.rsplit(".", 1)[0] + "._tensor"):
+        return t.__name__
+    return "%s.%s" % (t.__module__.split(".")[0], t.__name__)
+
+
+def _int_arg(v):
+    """``v`` as a Python int when PyTorch's parser takes it as one (ints, numpy integers, 0-dim
+    integral tensors), else None."""
+    if isinstance(v, Tensor):
+        if v._data.ndim == 0 and v._dtype.is_integral:
+            return int(v._data)
+        return None
+    if isinstance(v, numbers.Integral) and not isinstance(v, bool):
+        return int(v)
+    return None
+
+
+def _shape(size, fn="empty"):
+    """PyTorch's parsing of a ``size`` argument (``f(2, 3)`` or ``f((2, 3))``): ints only,
+    in the int64 range, and no negative dimension."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
+        for k, s in enumerate(size):
+            if _int_arg(s) is None:
+                raise TypeError(
+                    "%s(): argument 'size' (position 1) must be tuple of ints, but found element "
+                    "of type %s at pos %d" % (fn, _type_name(s), k)
+                )
+    elif len(size) == 1 and _int_arg(size[0]) is None:
+        raise TypeError(
+            "%s(): argument 'size' (position 1) must be tuple of ints, not %s"
+            % (fn, _type_name(size[0]))
+        )
     shape = []
-    for s in size:
-        if isinstance(s, Tensor):
-            s = int(s)
-        if not isinstance(s, numbers.Integral) or isinstance(s, bool):
+    for k, s in enumerate(size):
+        v = _int_arg(s)
+        if v is None:
+            if not isinstance(s, bool):
+                raise TypeError(
+                    "%s(): argument 'size' failed to unpack the object at pos %d with error "
+                    '"type must be tuple of ints,but got %s"' % (fn, k + 1, _type_name(s))
+                )
+            v = int(s)  # PyTorch's parser takes a bool after the first size
+        if not -_I64_MAX - 1 <= v <= _I64_MAX:
             raise TypeError(
-                "empty(): argument 'size' must be tuple of ints, but found element of "
-                "type %s" % type(s).__name__
+                "%s(): argument 'size' failed to unpack the object at pos %d with error "
+                '"Overflow when unpacking long long"' % (fn, k + 1)
             )
+        shape.append(v)
+    for s in shape:
         if s < 0:
+            if fn == "zeros":
+                raise RuntimeError("zeros: Dimension size must be non-negative.")
             raise RuntimeError(
-                "Trying to create tensor with negative dimension %d: %s" % (s, list(size))
+                "Trying to create tensor with negative dimension %d: %s" % (s, shape)
             )
-        shape.append(int(s))
     return tuple(shape)
+
+
+def _check_alloc(shape, itemsize):
+    """PyTorch's checks before allocating a contiguous ``shape`` (EmptyTensor.cpp): the byte
+    count must fit in int64 (each partial product of the sizes in uint64), and so must the
+    strides; nothing is allocated when they fail.  Returns the byte count."""
+    n = 1
+    over = False
+    for s in shape:
+        n *= s
+        over = over or n > _U64_MAX
+    nbytes = n * itemsize
+    if over or nbytes > _I64_MAX:
+        raise RuntimeError("Storage size calculation overflowed with sizes=%s" % list(shape))
+    if n == 0:  # otherwise every stride is at most numel
+        st = 1
+        for s in shape[:0:-1]:
+            st *= max(s, 1)
+            if st > _I64_MAX:
+                raise RuntimeError("Stride calculation overflowed")
+    return nbytes
+
+
+def contiguous_strides(shape):
+    """PyTorch's contiguous strides in elements (a size-0 dim counts as 1)."""
+    st, acc = [], 1
+    for s in reversed(shape):
+        st.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(st))
+
+
+def empty_strided_array(shape, strides, npdtype):
+    """An uninitialised array of ``shape`` with element ``strides`` (non-negative, dense or
+    empty: the storage is the span they cover)."""
+    span = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if 0 not in shape else 0
+    buf = np.empty(span, npdtype)
+    isz = buf.itemsize
+    return np.lib.stride_tricks.as_strided(buf, shape, tuple(s * isz for s in strides))
+
+
+def _alloc(make, shape, dt, *args, itemsize=None):
+    """``make(shape, *args, dtype)`` after PyTorch's size checks (for elements of ``itemsize``
+    bytes, by default the dtype's); an allocation the system refuses raises PyTorch's
+    RuntimeError, not MemoryError."""
+    nbytes = _check_alloc(shape, itemsize or dt.itemsize)
+    if 0 in shape:  # PyTorch's contiguous strides (numpy's are 0)
+        try:
+            return empty_strided_array(shape, contiguous_strides(shape), dt.np)
+        except ValueError:  # numpy caps the product of the sizes even when one is 0
+            raise RuntimeError(
+                "nbgrad: an empty tensor of sizes %s cannot be represented (the product of its "
+                "non-zero sizes exceeds int64; PyTorch allows it)" % list(shape)
+            ) from None
+    try:
+        return make(shape, *args, dt.np)
+    except (MemoryError, ValueError) as e:
+        if isinstance(e, ValueError) and "too big" not in str(e):
+            raise
+        raise RuntimeError(
+            "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate "
+            "memory: you tried to allocate %d bytes. Error code 12 (Cannot allocate memory)"
+            % nbytes
+        ) from None
 
 
 def _dtype_or_default(dtype):
@@ -109,32 +222,59 @@ def _dtype_or_default(dtype):
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None):
-    return _finish(np.zeros(_shape(size), _dtype_or_default(dtype).np), device, requires_grad)
+    d = _dtype_or_default(dtype)
+    return _finish(_alloc(np.zeros, _shape(size, "zeros"), d), device, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None):
-    return _finish(np.ones(_shape(size), _dtype_or_default(dtype).np), device, requires_grad)
+    d = _dtype_or_default(dtype)
+    return _finish(_alloc(np.ones, _shape(size, "ones"), d), device, requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None, out=None):
-    return _finish(np.empty(_shape(size), _dtype_or_default(dtype).np), device, requires_grad)
+    d = _dtype_or_default(dtype)
+    return _finish(_alloc(np.empty, _shape(size, "empty"), d), device, requires_grad)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    if not isinstance(size, (tuple, list)):  # PyTorch takes no bare int here
+        raise TypeError(
+            "full(): argument 'size' (position 1) must be tuple of ints, not %s" % _type_name(size)
+        )
     if dtype is None:
-        dtype = _dt.scalar_dtype(fill_value)
-        if isinstance(fill_value, Tensor):
-            dtype = fill_value._dtype
+        dtype = (
+            fill_value._dtype if isinstance(fill_value, Tensor) else _dt.scalar_dtype(fill_value)
+        )
     d = _dt.as_dtype(dtype)
-    return _finish(
-        np.full(
-            _shape((size,)) if not isinstance(size, numbers.Integral) else (int(size),),
-            _scalar(fill_value),
-            d.np,
-        ),
-        device,
-        requires_grad,
-    )
+    shape = _shape((size,), "full")
+    return _finish(_alloc(np.full, shape, d, _fill(fill_value, d)), device, requires_grad)
+
+
+def _fill(v, d):
+    """A fill value for dtype ``d`` as PyTorch converts it: a Python int must fit in 64 bits,
+    and in the integral dtype (an unsigned one wraps a negative value)."""
+    v = _scalar(v)
+    if isinstance(v, numbers.Integral) and not isinstance(v, bool):
+        v = int(v)
+        if not -(2**63) <= v < 2**64:
+            raise OverflowError("int too big to convert")
+        if d.is_integral:
+            info = np.iinfo(d.np)
+            if not (info.min <= v <= info.max or (info.min == 0 and 0 < -v <= info.max)):
+                raise RuntimeError(
+                    "value cannot be converted to type %s without overflow" % _C_INT[d.name]
+                )
+            return v % (int(info.max) + 1) if info.min == 0 else v
+    return v
+
+
+_C_INT = {
+    "uint8": "uint8_t",
+    "int8": "int8_t",
+    "int16": "int16_t",
+    "int32": "int32_t",
+    "int64": "int64_t",
+}
 
 
 def _scalar(v):
@@ -175,27 +315,72 @@ def full_like(
     input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None
 ):
     out = _empty_like(input, _like(input, dtype))
-    out[...] = _scalar(fill_value)
+    out[...] = _fill(fill_value, _dt.from_numpy_dtype(out.dtype))
     return _finish(out, device, requires_grad)
 
 
 def _float_dtype(dtype, fn):
     d = _dtype_or_default(dtype)
     if not d.is_inexact:
-        raise RuntimeError("\"%s\" not implemented for '%s'" % (fn, d._legacy))
+        raise NotImplementedError("\"%s\" not implemented for '%s'" % (fn, d._legacy))
     return d
+
+
+def _as(arr, d):
+    """``arr`` cast to dtype ``d`` (an empty one keeps PyTorch's strides)."""
+    if arr.size == 0:
+        return _alloc(np.empty, arr.shape, d)
+    return arr.astype(d.np, copy=False)
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     d = _float_dtype(dtype, "check_uniform_bounds")
-    arr = _random.rng(generator).random(_shape(size), dtype=np.float64).astype(d.np)
-    return _finish(arr, device, requires_grad)
+    shape = _shape(size, "rand")
+    arr = _alloc(_random.rng(generator).random, shape, _dt.float64, itemsize=d.itemsize)
+    return _finish(_as(arr, d), device, requires_grad)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     d = _float_dtype(dtype, "normal_kernel_cpu")
-    arr = _random.rng(generator).standard_normal(_shape(size)).astype(d.np)
-    return _finish(arr, device, requires_grad)
+    shape = _shape(size, "randn")
+    arr = _alloc(_random.rng(generator).standard_normal, shape, _dt.float64, itemsize=d.itemsize)
+    return _finish(_as(arr, d), device, requires_grad)
+
+
+def _randint_bounds(low, high, d):
+    """PyTorch's check_random_bounds / check_from_to_in_range for ``randint``."""
+    if d.is_complex:
+        raise RuntimeError(
+            "check_random_bounds handles only integral, floating-point and boolean types"
+        )
+    if low >= high:
+        raise RuntimeError(
+            "random_ expects 'from' to be less than 'to', but got from=%d >= to=%d" % (low, high)
+        )
+    if d.is_floating_point:
+        lo, hi = float(np.finfo(d.np).min), float(np.finfo(d.np).max)
+    elif d is _dt.bool:
+        lo, hi = 0, 1
+    else:
+        info = np.iinfo(d.np)
+        lo, hi = int(info.min), int(info.max)
+    if not lo <= low <= hi:
+        raise RuntimeError("from is out of bounds for %s" % d.c_name)
+    if not lo <= high - 1 <= hi:
+        raise RuntimeError("to - 1 is out of bounds for %s" % d.c_name)
+    if d.is_floating_point:
+        digits = np.finfo(d.np).nmant + 1
+        name = {2: "c10::Half", 4: "float", 8: "double"}[d.itemsize]
+        for what, v in (("from", low), ("to - 1", high - 1)):
+            if not -(2**digits) <= v <= 2**digits:
+                warnings.warn(
+                    "%s is out of bounds [-(2^%d), 2^%d]. Due to precision limitations %s can "
+                    "support discrete uniform distribution only within this range. This warning "
+                    "will become an error in version 1.7 release, please fix the code in advance"
+                    % (what, digits, digits, name),
+                    UserWarning,
+                    stacklevel=3,
+                )
 
 
 def randint(
@@ -207,13 +392,25 @@ def randint(
         low, high = 0, low
     if size is None:
         raise TypeError("randint() missing required argument 'size'")
-    if high <= low:
-        raise RuntimeError(
-            "random_ expects 'from' to be less than 'to', but got from=%d >= to=%d" % (low, high)
+    bounds = (_int_arg(low), _int_arg(high))
+    if None in bounds or not isinstance(size, (tuple, list)):
+        raise TypeError(
+            "randint() received an invalid combination of arguments - got (%s), but expected "
+            "one of:" % ", ".join(_type_name(v) for v in (low, high, size))
         )
+    low, high = bounds
+    if not (-_I64_MAX - 1 <= low <= _I64_MAX and -_I64_MAX - 1 <= high <= _I64_MAX):
+        raise ValueError("Overflow when unpacking long long")
     d = _dt.as_dtype(dtype) or _dt.int64
-    arr = _random.rng(generator).integers(low, high, size=_shape((size,))).astype(d.np)
-    return _finish(arr, device, requires_grad)
+    _randint_bounds(low, high, d)
+    shape = _shape((size,), "randint")
+    arr = _alloc(
+        lambda shape, npd: _random.rng(generator).integers(low, high, shape, npd),
+        shape,
+        _dt.int64,
+        itemsize=d.itemsize,
+    )
+    return _finish(_as(arr, d), device, requires_grad)
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
@@ -228,35 +425,105 @@ def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_fo
     return _finish(out, device, requires_grad)
 
 
+def _range_scalar(v):
+    v = _scalar(v)
+    if isinstance(v, numbers.Integral) and not -_I64_MAX - 1 <= v <= _I64_MAX:
+        raise RuntimeError("value cannot be converted to type int64_t without overflow")
+    return v
+
+
 def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
-    start, end, step = (_scalar(v) for v in (start, end, step))
+    start, end, step = (_range_scalar(v) for v in (start, end, step))
     if end is None:
         start, end = 0, start
-    if step == 0:
-        raise RuntimeError("step must be nonzero")
-    if (end - start) * step < 0:
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
     if dtype is None:
-        is_float = any(isinstance(v, float) for v in (start, end, step))
+        is_float = any(isinstance(v, (float, np.floating)) for v in (start, end, step))
         d = _dt._default[0] if is_float else _dt.int64
     else:
         d = _dt.as_dtype(dtype)
-    n = int(np.ceil((end - start) / step))
-    arr = start + step * np.arange(n, dtype=np.float64 if d.is_inexact else np.int64)
-    return _finish(arr.astype(d.np), device, requires_grad)
-
-
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
-    d = _dtype_or_default(dtype)
-    if steps < 0:
-        raise RuntimeError("number of steps must be non-negative")
-    arr = np.linspace(_scalar(start), _scalar(end), int(steps)).astype(d.np)
+    if d is _dt.bool:
+        raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
+    # PyTorch's checks (RangeFactories.cpp), in its order
+    if not (step > 0 or step < 0):
+        raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError("unsupported range: %s -> %s" % (_g(start), _g(end)))
+    if not ((step > 0 and end >= start) or (step < 0 and end <= start)):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    size = math.ceil((end - start) / step)
+    if not 0 <= size <= _I64_MAX:
+        raise RuntimeError("invalid size, possible overflow?")
+    _check_alloc((size,), d.itemsize)
+    arr = _alloc(
+        lambda shape, npd: np.arange(shape[0], dtype=npd),
+        (size,),
+        _dt.float64 if d.is_inexact else _dt.int64,
+        itemsize=d.itemsize,
+    )
+    if size:
+        arr = (start + step * arr).astype(d.np)
+    else:
+        arr = _alloc(np.empty, (0,), d)
     return _finish(arr, device, requires_grad)
 
 
-def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
-    return _finish(
-        np.eye(n, m if m is not None else n, dtype=_dtype_or_default(dtype).np),
-        device,
-        requires_grad,
-    )
+def _g(v):
+    """A number as C++'s ostream prints it (PyTorch's messages)."""
+    return "%g" % v if isinstance(v, float) else str(v)
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    if _int_arg(steps) is None:
+        raise TypeError(
+            "linspace() received an invalid combination of arguments - got (%s), but expected "
+            "one of:" % ", ".join(_type_name(v) for v in (start, end, steps))
+        )
+    steps = _int_arg(steps)
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    d = _dtype_or_default(dtype)
+    _check_alloc((steps,), d.itemsize)
+    start, end = _scalar(start), _scalar(end)
+    if steps == 0:
+        arr = _alloc(np.empty, (0,), d)
+    elif steps == 1:
+        arr = np.full((1,), start, d.np)
+    else:
+        # PyTorch's kernel: the first half counts up from start, the second half down from
+        # end (so NaN/Inf at either end propagate as in PyTorch); integral results truncate
+        ct = d.np if d.is_inexact else np.dtype(np.float64)
+        with np.errstate(all="ignore"):
+            a = np.asarray(start).astype(d.np).astype(ct)[()]
+            b = np.asarray(end).astype(d.np).astype(ct)[()]
+            step = (b - a) / ct.type(steps - 1)
+            i = np.arange(steps)
+            half = steps // 2
+            up = a + step * i[:half].astype(ct)
+            down = b - step * (steps - i[half:] - 1).astype(ct)
+            arr = np.concatenate([up, down]).astype(d.np)
+    return _finish(arr, device, requires_grad)
+
+
+_NO_M = object()
+
+
+def eye(n, m=_NO_M, *, dtype=None, device=None, requires_grad=False):
+    if _int_arg(n) is None:
+        raise TypeError("eye(): argument 'n' (position 1) must be int, not %s" % _type_name(n))
+    if m is not _NO_M and _int_arg(m) is None:
+        raise TypeError(
+            "eye() received an invalid combination of arguments - got (%s, %s), but expected "
+            "one of:" % (_type_name(n), _type_name(m))
+        )
+    n = _int_arg(n)
+    m = n if m is _NO_M else _int_arg(m)
+    if n < 0:
+        raise RuntimeError("n must be greater or equal to 0, got %d" % n)
+    if m < 0:
+        raise RuntimeError("m must be greater or equal to 0, got %d" % m)
+    if n * m > _I64_MAX:
+        raise RuntimeError("numel: integer multiplication overflow")
+    d = _dtype_or_default(dtype)
+    arr = _alloc(np.zeros, (n, m), d)
+    np.fill_diagonal(arr, 1)
+    return _finish(arr, device, requires_grad)

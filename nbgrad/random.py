@@ -10,8 +10,11 @@ class Generator:
         self.manual_seed(seed)
 
     def manual_seed(self, seed):
-        self._seed = int(seed)
-        self.rng = np.random.Generator(np.random.PCG64(self._seed & (2**64 - 1)))
+        seed = int(seed)
+        if not -(2**63) <= seed < 2**64:  # PyTorch's parser: int64 or uint64
+            raise ValueError("Overflow when unpacking long long")
+        self._seed = seed & (2**64 - 1)  # PyTorch keeps it as uint64: -1 is 2**64 - 1
+        self.rng = np.random.Generator(np.random.PCG64(self._seed))
         return self
 
     def initial_seed(self):
