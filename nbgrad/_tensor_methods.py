@@ -217,7 +217,7 @@ def _T(self):
             "reverse the dimensions of a tensor.",
         )
     # a permute view even for 0-d and 1-d tensors (PermuteBackward0), as PyTorch
-    return shape.permute(self, *range(nd - 1, -1, -1))
+    return shape.permute(self, tuple(range(nd - 1, -1, -1)))
 
 
 def _mT(self):
