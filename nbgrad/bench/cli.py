@@ -170,19 +170,29 @@ def machine_info(torch=None, requested=None, how=()):
 
 
 def set_threads(n, torch, allow_restart, say):
-    """Pin every thread pool of this process (and of the fresh processes it starts) to ``n``;
-    returns the list of what was done."""
-    how = []
-    W.FreshProcess.extra_env.update({k: str(n) for k in _THREAD_ENV + ("NUMBA_NUM_THREADS",)})
+    """Pin every thread pool of this process (and of the fresh processes it starts) to ``n``.
+    Returns ``(what was done, a function that undoes it)``."""
+    how, undo = [], []
+    extra = {k: str(n) for k in _THREAD_ENV + ("NUMBA_NUM_THREADS",)}
+    saved_env = dict(W.FreshProcess.extra_env)
+    W.FreshProcess.extra_env.update(extra)
+    undo.append(
+        lambda: (W.FreshProcess.extra_env.clear(), W.FreshProcess.extra_env.update(saved_env))
+    )
     k = min(n, numba.config.NUMBA_NUM_THREADS)
+    before = numba.get_num_threads()
     numba.set_num_threads(k)
+    undo.append(lambda: numba.set_num_threads(before))
     how.append("numba.set_num_threads(%d)" % k)
     if torch is not None:
+        torch_before = torch.get_num_threads()
         torch.set_num_threads(n)
+        undo.append(lambda: torch.set_num_threads(torch_before))
         how.append("torch.set_num_threads(%d)" % n)
     tpc = _threadpoolctl()
     if tpc is not None:
-        set_threads.limits = tpc.threadpool_limits(limits=n)  # kept for the process's lifetime
+        limits = tpc.threadpool_limits(limits=n)
+        undo.append(limits.restore_original_limits)
         how.append("threadpoolctl.threadpool_limits(%d)" % n)
     elif all(os.environ.get(v) == str(n) for v in _THREAD_ENV):
         how.append("%s=%d (environment at start-up)" % ("/".join(_THREAD_ENV), n))
@@ -196,9 +206,12 @@ def set_threads(n, torch, allow_restart, say):
         os.execve(sys.executable, [sys.executable] + sys.orig_argv[1:], env)
     else:
         how.append("BLAS threads NOT set (install threadpoolctl or set OPENBLAS_NUM_THREADS)")
-    for v in _THREAD_ENV:
-        os.environ[v] = str(n)
-    return how
+
+    def restore():
+        for f in reversed(undo):
+            f()
+
+    return how, restore
 
 
 # ---------------------------------------------------------------------------------------------
@@ -324,27 +337,18 @@ def print_table(rows, compare, console=None):
 
 
 def print_list(selected, console=None):
-    cols = ["workload", "group", "libraries", "what", "--quick size", "notes"]
-    rows = []
+    cols = ["workload", "group", "also", "what", "--quick size"]
+    rows, notes = [], []
     for w in selected:
-        notes = []
         reason = w.skip_reason(nbgrad)
         if reason:
-            notes.append("skipped: " + reason)
+            notes.append("%s is skipped: %s" % (w.name, reason))
         if w.quick_test:
-            notes.append("not in the quick test: " + w.quick_test)
+            notes.append("%s is not in the quick test: %s" % (w.name, w.quick_test))
         full, quick = w.params(False), w.params(True)
         small = ", ".join("%s=%s" % (k, v) for k, v in quick.items() if full.get(k) != v)
-        rows.append(
-            [
-                w.name,
-                w.group,
-                ", ".join(w.libraries()),
-                w.label(),
-                small or "same",
-                "; ".join(notes),
-            ]
-        )
+        also = ", ".join(w.libraries()[1:]) or "-"
+        rows.append([w.name, w.group, also, w.label(), small or "same"])
     if console is not None:
         from rich import box
         from rich.table import Table
@@ -355,11 +359,13 @@ def print_list(selected, console=None):
         for r in rows:
             table.add_row(*r)
         console.print(table)
-        return
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
-    print("  ".join("%-*s" % (w, c) for w, c in zip(widths, cols)).rstrip())
-    for r in rows:
-        print("  ".join("%-*s" % (w, c) for w, c in zip(widths, r)).rstrip())
+    else:
+        widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
+        print("  ".join("%-*s" % (w, c) for w, c in zip(widths, cols)).rstrip())
+        for r in rows:
+            print("  ".join("%-*s" % (w, c) for w, c in zip(widths, r)).rstrip())
+    for note in notes:
+        print(note)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -569,10 +575,17 @@ def main(argv=None, prog="nbgrad-bench", exclude_groups=(), allow_restart=None):
         except ImportError:
             say("--compare torch: PyTorch is not installed")
             return EXIT_USAGE
-    how = []
+    how, restore = [], None
     if args.threads is not None:
-        how = set_threads(args.threads, torch, allow_restart, say)
+        how, restore = set_threads(args.threads, torch, allow_restart, say)
+    try:
+        return _measure(args, argv, prog, selected, torch, how, say, out_console, err_console)
+    finally:
+        if restore is not None:
+            restore()
 
+
+def _measure(args, argv, prog, selected, torch, how, say, out_console, err_console):
     settings = {
         "quick": args.quick,
         "repeat": args.repeat or (3 if args.quick else 7),

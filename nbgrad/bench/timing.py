@@ -7,8 +7,9 @@ measurement); then ``repeat`` rounds, each measuring every library's parts once,
 order alternating between rounds (nbgrad, torch, numpy / numpy, torch, nbgrad, ...).  A
 round's value for a library is the workload's combination of its parts' per-call times; the
 reported value is the median over rounds, and a ratio to another library is the median of the
-per-round ratios (min and max kept as the spread).  ``gc.collect()`` runs before every
-measurement and the collector stays on during it, as in user code.
+per-round ratios (min and max kept as the spread).  ``gc.collect()`` runs before each
+library's turn in a round and the collector stays on during the measurements, as in user
+code.
 
 Standard library only (asv loads this file from the checkout; see ``workloads.py``).
 """
@@ -25,7 +26,6 @@ CLOCKS = {"wall": time.perf_counter, "thread": time.thread_time}
 
 def measure(fn, number, clock=time.perf_counter):
     """Seconds per call of ``fn`` over ``number`` back-to-back calls."""
-    gc.collect()
     t0 = clock()
     for _ in range(number):
         fn()
@@ -89,6 +89,7 @@ def run_workload(
         order = list(fns)
         for r in range(repeat):
             for name in order if r % 2 == 0 else order[::-1]:
+                gc.collect()  # the previous library's garbage is not collected on this one's time
                 secs = {}
                 for p, fn in fns[name].items():
                     if workload.self_timed:
