@@ -73,7 +73,7 @@ def build_parser(prog="nbgrad-bench"):
         choices=["torch"],
         default=[],
         help="also measure PyTorch, alternating rounds with nbgrad in this process; the ratio "
-        "column is the median of the per-round nbgrad/torch ratios (min-max in brackets)",
+        "column is the median of the per-round nbgrad/torch ratios [min, max]",
     )
     p.add_argument(
         "--clock",
@@ -242,7 +242,7 @@ def _fmt(value, unit):
 
 
 def _fmt_ratio(r):
-    return "%.2f (%.2f-%.2f)" % (r["median"], r["min"], r["max"])
+    return "%.2f [%.2f, %.2f]" % (r["median"], r["min"], r["max"])
 
 
 def _header_lines(info, settings):
@@ -272,7 +272,7 @@ def _header_lines(info, settings):
             " (%s)" % "; ".join(t["how"]) if t["how"] else " (library defaults)",
         ),
         "%s sizes, %d rounds, >= %g ms per measurement, %s clock; ratio = median of per-round "
-        "nbgrad/other (min-max)"
+        "nbgrad/other [min, max]"
         % (
             "quick" if settings["quick"] else "full",
             settings["repeat"],
@@ -311,12 +311,13 @@ def print_table(rows, compare, console=None):
     if console is not None:
         from rich import box
         from rich.table import Table
+        from rich.text import Text  # cells are text, not markup ("[0.9, 1.1]")
 
         table = Table(box=box.SIMPLE_HEAD)
         for c in cols:
             table.add_column(c, justify="left" if c in ("workload", "what") else "right")
         for row in rows:
-            table.add_row(*_cells(row, cols))
+            table.add_row(*map(Text, _cells(row, cols)))
         console.print(table)
     else:
         body = [_cells(r, cols) for r in rows]
@@ -352,12 +353,13 @@ def print_list(selected, console=None):
     if console is not None:
         from rich import box
         from rich.table import Table
+        from rich.text import Text  # cells are text, not markup ("[0.9, 1.1]")
 
         table = Table(box=box.SIMPLE_HEAD)
         for c in cols:
             table.add_column(c)
         for r in rows:
-            table.add_row(*r)
+            table.add_row(*map(Text, r))
         console.print(table)
     else:
         widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
@@ -548,7 +550,7 @@ def main(argv=None, prog="nbgrad-bench", exclude_groups=(), allow_restart=None):
 
     def say(msg):
         if err_console is not None:
-            err_console.print(msg)
+            err_console.print(msg, markup=False)
         else:
             print(msg, file=sys.stderr)
 
