@@ -38,6 +38,7 @@ LAYERS = [
             "nbgrad.autograd.anomaly_mode",
             "nbgrad.autograd.batching",
             "nbgrad.autograd.dual",
+            "nbgrad.autograd.profiler",
             "nbgrad.creation",
         ],
     ),

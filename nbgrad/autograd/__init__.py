@@ -10,7 +10,7 @@ import warnings
 
 from .. import creation
 from .._tensor import Size, Tensor
-from . import graph
+from . import graph, profiler  # noqa: F401
 from .anomaly_mode import (  # noqa: F401  (re-exported: torch.autograd.is_anomaly_enabled, ...)
     detect_anomaly,
     is_anomaly_check_nan_enabled,

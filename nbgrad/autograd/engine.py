@@ -20,12 +20,14 @@ import warnings
 
 import numpy as np
 
-from .. import grad_mode
+from .. import _flags, grad_mode
 from .._fpstate import EXTOBJ as _EXTOBJ, IGNORE as _IGNORE
 from ..creation import zeros
+from . import profiler
 from .anomaly_mode import STATE as ANOMALY
 from .batching import BATCH, handles_batch, sum_to
-from .graph import AccumulateGrad, grad_accumulator, run_post_hooks, run_pre_hooks, run_tensor_hooks
+from .exec_info import plan
+from .graph import AccumulateGrad, run_post_hooks, run_pre_hooks, run_tensor_hooks
 
 
 def run_backward(
@@ -44,7 +46,7 @@ def run_backward(
     captures = None  # node -> [(output_nr, input index)]
     execute = None  # None = run every node
     if inputs is not None:
-        captures, execute = _plan(inputs, deps, {n for n, _ in roots}, accumulate)
+        captures, execute = plan(inputs, deps, {n for n, _ in roots}, accumulate)
     captured = [None] * (len(inputs) if inputs is not None else 0)
 
     ready, tick = [], itertools.count()
@@ -57,7 +59,7 @@ def run_backward(
     prev_batch = BATCH.dims
     BATCH.dims = 1 if batched else 0
     quiet = _EXTOBJ.set(_IGNORE)  # IEEE inf/nan without numpy RuntimeWarnings, like PyTorch
-    plain = execute is None and not ANOMALY.enabled and not batched
+    plain = execute is None and not ANOMALY.enabled and not batched and not _flags.PROFILE
     heappop, heappush = heapq.heappop, heapq.heappush
     try:
         while ready:
@@ -110,7 +112,18 @@ def run_backward(
     return captured
 
 
-def _run_node(node, slots, keep_graph, captures, captured, execute):
+def _run_node(node, *args):
+    if not _flags.PROFILE:
+        return _node_body(node, *args)
+    # NOTE [profiler flag]: the node's event; its hooks' events nest inside it
+    ev = profiler.begin("autograd::engine::evaluate_function: " + node.name(), "backward")
+    try:
+        return _node_body(node, *args)
+    finally:
+        profiler.end(ev)
+
+
+def _node_body(node, slots, keep_graph, captures, captured, execute):
     n = getattr(node, "_nout", 1)
     grads = (slots.get(0),) if n == 1 else tuple([slots.get(i) for i in range(n)])
     if (
@@ -180,44 +193,6 @@ def _count_dependencies(root_nodes):
                 seen.add(child)
                 stack.append(child)
     return deps
-
-
-def _plan(inputs, deps, root_nodes, accumulate):
-    """Which nodes run and where gradients are captured, for ``inputs=`` (PyTorch's exec_info)."""
-    captures, targets = {}, set()
-    for idx, t in enumerate(inputs):
-        if t.grad_fn is None:
-            node = grad_accumulator(t)
-            if accumulate:
-                targets.add(node)
-                continue
-            captures.setdefault(node, []).append((0, idx))
-        elif accumulate:
-            # backward(inputs=[non_leaf]): its .grad comes from retain_grad; its node runs (its
-            # hooks fire) but passes gradients on only to other inputs (PyTorch's exec_info)
-            targets.add(t.grad_fn)
-        else:
-            captures.setdefault(t.grad_fn, []).append((t._output_nr, idx))
-    # Kahn order from the roots, then decide children before parents.
-    pending = dict(deps)
-    order, stack = [], [n for n in root_nodes if pending.get(n, 0) == 0]
-    while stack:
-        n = stack.pop()
-        order.append(n)
-        for child, _ in n.next_functions:
-            if child is not None:
-                pending[child] -= 1
-                if pending[child] == 0:
-                    stack.append(child)
-    useful, execute = set(), set()
-    for n in reversed(order):
-        child_useful = any(c in useful for c, _ in n.next_functions if c is not None)
-        if n in targets or child_useful:
-            execute.add(n)
-            useful.add(n)
-        elif n in captures:
-            useful.add(n)
-    return captures, execute
 
 
 def conform_grads(node, outs):

@@ -10,9 +10,10 @@ import weakref
 
 import numpy as np
 
-from .. import grad_mode
+from .. import _flags, grad_mode
 from .._tensor import Tensor, _dense
 from ..utils.hooks import HookDict, add_hook
+from .profiler import begin as _begin_event, end as _end_event
 from .saved import ERR_FREED, SavedOutput, SavedTensor, saved_tensors_hooks  # noqa: F401
 
 __all__ = ["Node", "AccumulateGrad", "saved_tensors_hooks"]
@@ -137,7 +138,7 @@ class AccumulateGrad(Node):
                     old._vc[0] += 1
         if var._post_acc_hooks:
             for hook in list(var._post_acc_hooks.values()):
-                r = hook(var)
+                r = hook(var) if not _flags.PROFILE else call_hook("post_accumulate", hook, var)
                 if r is not None:
                     if isinstance(r, Tensor):
                         raise RuntimeError("Tensor post accumulate grad hooks should return None.")
@@ -160,7 +161,8 @@ def run_tensor_hooks(node, grads):
     for nr, hooks in per_slot.items():
         g = grads[nr]
         for hook in list(hooks.values()):  # snapshot: see SEMANTICS.md section 1 (removal)
-            r = hook(g)  # an undefined gradient reaches hooks as None (PyTorch)
+            # an undefined gradient reaches hooks as None (PyTorch)
+            r = hook(g) if not _flags.PROFILE else call_hook("tensor", hook, g)
             if r is not None:
                 if g is None:
                     raise RuntimeError("can't replace a None gradient with a non-None value")
@@ -182,7 +184,7 @@ def run_tensor_hooks(node, grads):
 
 def run_pre_hooks(node, grads):
     for hook in list(node._pre_hooks.values()):
-        r = hook(grads)
+        r = hook(grads) if not _flags.PROFILE else call_hook("node_pre", hook, grads)
         if r is not None:
             grads = _check_hook_tuple(hook, r, len(grads))
     return grads
@@ -190,10 +192,24 @@ def run_pre_hooks(node, grads):
 
 def run_post_hooks(node, outs, grads):
     for hook in list(node._post_hooks.values()):
-        r = hook(outs, grads)
+        r = hook(outs, grads) if not _flags.PROFILE else call_hook("node_post", hook, outs, grads)
         if r is not None:
             outs = _check_hook_tuple(hook, r, len(outs))
     return outs
+
+
+def run_hook(kind, hook, *args):
+    """Call a user hook (modules use this); with the profiler on, as its own event."""
+    return hook(*args) if not _flags.PROFILE else call_hook(kind, hook, *args)
+
+
+def call_hook(kind, hook, *args):
+    """A user hook as its own profiler event (``hook::<kind>``), nested in what is running."""
+    ev = _begin_event("hook::%s" % kind, "hook")
+    try:
+        return hook(*args)
+    finally:
+        _end_event(ev)
 
 
 def _hook_name(hook):

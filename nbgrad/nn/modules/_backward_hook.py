@@ -7,6 +7,7 @@ import warnings
 from ... import grad_mode
 from ..._tensor import Tensor
 from ...autograd.function import Function
+from ...autograd.graph import run_hook
 from ...creation import zeros_like
 
 
@@ -73,7 +74,7 @@ class BackwardHook:
             grad_input[i] = g if g is not None else zeros_like(wrapped[i])
         grad_input = tuple(grad_input)
         for hook in self.user_hooks:
-            r = hook(self.module, grad_input, self.grad_outputs)
+            r = run_hook("module_backward", hook, self.module, grad_input, self.grad_outputs)
             if r is None:
                 continue
             r = tuple(r)
@@ -98,7 +99,7 @@ class BackwardHook:
         def prehook(grads):
             grads = tuple(grads)
             for hook in self.user_pre_hooks:
-                r = hook(self.module, grads)
+                r = run_hook("module_backward_pre", hook, self.module, grads)
                 if r is None:
                     continue
                 r = tuple(r)
@@ -120,7 +121,9 @@ class BackwardHook:
                 )
                 grad_input = (None,) * self.n_inputs
                 for hook in self.user_hooks:
-                    r = hook(self.module, grad_input, self.grad_outputs)
+                    r = run_hook(
+                        "module_backward", hook, self.module, grad_input, self.grad_outputs
+                    )
                     if r is not None and any(x is not None for x in r):
                         raise RuntimeError(
                             "Backward hook for Modules where no input requires "

@@ -12,6 +12,7 @@ from collections import OrderedDict, namedtuple
 
 from ... import grad_mode
 from ..._tensor import Tensor
+from ...autograd.graph import run_hook
 from ...dtypes import dtype, float16, float32, float64
 from ...utils.hooks import HookDict, add_hook
 from ..parameter import Parameter
@@ -579,7 +580,7 @@ class Module:
                 self._forward_pre_hooks.items()
             ):
                 if self._forward_pre_hooks_with_kwargs.get(hid):
-                    r = hook(self, args, kwargs)
+                    r = run_hook("module_forward_pre", hook, self, args, kwargs)
                     if r is not None:
                         if isinstance(r, tuple) and len(r) == 2:
                             args, kwargs = r
@@ -589,7 +590,7 @@ class Module:
                                 "(new_args, new_kwargs), but got %s." % (r,)
                             )
                 else:
-                    r = hook(self, args)
+                    r = run_hook("module_forward_pre", hook, self, args)
                     if r is not None:
                         args = r if isinstance(r, tuple) else (r,)
             bw_hook = None
@@ -603,7 +604,11 @@ class Module:
                 with_kw = _global_forward_hooks_with_kwargs.get(
                     hid
                 ) or self._forward_hooks_with_kwargs.get(hid)
-                r = hook(self, args, kwargs, result) if with_kw else hook(self, args, result)
+                r = (
+                    run_hook("module_forward", hook, self, args, kwargs, result)
+                    if with_kw
+                    else run_hook("module_forward", hook, self, args, result)
+                )
                 if r is not None:
                     result = r
             called_always = True
@@ -633,9 +638,9 @@ class Module:
                                 hid
                             ) or self._forward_hooks_with_kwargs.get(hid)
                             if with_kw:
-                                hook(self, args, kwargs, result)
+                                run_hook("module_forward", hook, self, args, kwargs, result)
                             else:
-                                hook(self, args, result)
+                                run_hook("module_forward", hook, self, args, result)
                         except Exception as e:
                             warnings.warn(
                                 "forward hook with ``always_call=True`` raised an "
