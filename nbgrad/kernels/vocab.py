@@ -79,8 +79,8 @@ def sigmoid(x):
     return e / (1 + e)
 
 
-def sign(x):
-    return (x > 0) - (x < 0) if x == x else x
+def sign(x):  # sign(nan) is 0 (PyTorch), and sign(-0.0) is +0.0
+    return (x > 0) - (x < 0)
 
 
 def rsqrt(x):

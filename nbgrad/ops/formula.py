@@ -14,7 +14,7 @@ from ..autograd.dual import DUAL, set_tangent, tangent_of
 from ..creation import tensor
 from ..grad_mode import STATE
 from ..kernels import vocab
-from ..kernels.build import cpu_kernel, names_in
+from ..kernels.build import cpu_kernel, names_in, select_form
 from .registry import REGISTRY
 
 __all__ = [
@@ -97,21 +97,24 @@ def tensor_namespace():
 class _Partial:
     """One partial derivative ``d`` of a pointwise op, prepared for the backward: the fused
     kernel ``g * (d)`` (its tag, parameters, kernels per compute dtype), the constant ``d`` is
-    when it is a number (then no kernel runs), and ``d`` compiled for differentiable
-    evaluation."""
+    when it is a number (then no kernel runs), and ``g * (d)`` compiled for differentiable
+    evaluation.  ``g * (d)`` is always evaluated in its select form (kernels/build.py, NOTE
+    [select, never multiply by a mask]): ``g * where(c, 1, 0)`` is ``where(c, g, 0)`` and
+    ``g * 0`` is ``0``, so a NaN/Inf gradient never leaks through a zero partial."""
 
     __slots__ = ("code", "const", "expr", "kernels", "param_types", "params", "tag")
 
-    def __init__(self, op, i, partial):
+    def __init__(self, op, i, partial, tag="vjp"):
         known = op.args + ("out",) + op.attrs
         used = names_in(partial)
-        self.tag = "%s_vjp%d" % (op.name, i)
+        self.tag = "%s_%s%d" % (op.name, tag, i)
         self.params = ("g",) + tuple(n for n in known if n in used)
         self.expr = "g * (%s)" % partial
         self.param_types = {n: "bool" for n in op.bool_args}
-        self.code = compile(partial, "<%s partial %d>" % (op.name, i), "eval")
-        # a number ("1", "-1", "0") needs no kernel: the gradient is passed on or scaled
-        self.const = None if used else float(eval(self.code, {"__builtins__": {}}))
+        self.code = compile(select_form(self.expr), "<%s partial %d>" % (op.name, i), "eval")
+        # a number ("1", "-1", "0") needs no kernel: the gradient is passed on, scaled, or
+        # replaced by zeros (never multiplied by 0: NaN * 0 is NaN)
+        self.const = None if used else float(eval(compile(partial, "", "eval"), {}))
         self.kernels = {}  # compute dtype name -> the fused ufunc
 
     def kernel(self, dtype):
@@ -122,8 +125,22 @@ class _Partial:
             )
         return k
 
+    def evaluate(self, ns, g):
+        """``g * (d)`` (select form) over the nbgrad values in ``ns``: a Tensor, never a number
+        (a constant zero partial gives zeros shaped like ``g``; ``where(False, g, 0)`` when ``g``
+        is in a graph, so second derivatives through it are 0, not an error)."""
+        ns["g"] = g
+        r = eval(self.code, ns)
+        if isinstance(r, Tensor):
+            return r
+        r = _make(np.full(g._data.shape, r, g._data.dtype))
+        if g._requires_grad and STATE.enabled:  # stays in the graph (zero second derivative)
+            r = _fns().where(_make(np.zeros(g._data.shape, np.bool_)), g, r)
+        return r
+
 
 _PARTIALS = {}  # OpDef -> tuple of _Partial (None where the op has no derivative)
+_JVP_FORMULAS = {}  # OpDef -> compiled jvp formula
 
 
 def partials_of(op):
@@ -133,6 +150,20 @@ def partials_of(op):
             None if p is None else _Partial(op, i, p) for i, p in enumerate(op.partials)
         )
     return parts
+
+
+def _jvp_formula(op):
+    """The op's own forward-mode formula (hint ``jvp_formula``: an expression over the
+    arguments, the attributes and the tangents ``t_<arg>``, which are 0 where an input has
+    none), used where PyTorch's forward-mode formula is not the backward's partials
+    (maximum/minimum), or None."""
+    code = _JVP_FORMULAS.get(op, False)
+    if code is False:
+        f = op.hints.get("jvp_formula")
+        code = _JVP_FORMULAS[op] = (
+            None if f is None else compile(select_form(f), "<%s jvp>" % op.name, "eval")
+        )
+    return code
 
 
 def kernel_plan(op, role):
@@ -193,7 +224,12 @@ def pointwise_vjp(op, node, grads):
                 continue
             const = part.const
             if const is not None:
-                out.append(g if const == 1.0 else _make(np.asarray(garr * npd.type(const))))
+                if const == 1.0:
+                    out.append(g)
+                elif const == 0.0:
+                    out.append(_make(np.zeros(garr.shape, npd)))
+                else:
+                    out.append(_make(np.asarray(garr * npd.type(const))))
                 continue
             if values is None:
                 values = {"g": garr}
@@ -217,12 +253,13 @@ def pointwise_vjp(op, node, grads):
         if part is None or nf[i][0] is None:
             out.append(None)
             continue
-        out.append(g * eval(part.code, ns))
+        out.append(part.evaluate(ns, g))
     return tuple(out)
 
 
 def pointwise_jvp(op, inputs, attrs, out):
-    """Forward mode: give ``out`` the tangent ``sum_i t_i * partial_i`` (same partials)."""
+    """Forward mode: give ``out`` the tangent ``sum_i t_i * partial_i`` (same partials, same
+    select form), or the op's own ``jvp_formula``."""
     tans = [tangent_of(x) for x in inputs]
     if all(t is None for t in tans) or not out.dtype.is_inexact:
         return
@@ -239,13 +276,21 @@ def pointwise_jvp(op, inputs, attrs, out):
                 ns[n] = v
             total = None
             nd = out.ndim
-            for part, t in zip(parts, tans):
-                if part is None or t is None:
+            own = _jvp_formula(op)
+            for i, t in enumerate(tans):
+                if t is None:
+                    if own is not None:
+                        ns["t_" + op.args[i]] = 0
                     continue
                 if batch_dims and t.ndim - 1 < nd:  # keep the batch dim in front of out's
                     t = t.reshape(t.shape[0], *((1,) * (nd - t.ndim + 1)), *t.shape[1:])
-                term = t * eval(part.code, ns)
-                total = term if total is None else total + term
+                if own is not None:
+                    ns["t_" + op.args[i]] = t
+                elif parts[i] is not None:
+                    term = parts[i].evaluate(ns, t)
+                    total = term if total is None else total + term
+            if own is not None:
+                total = eval(own, ns)
         if total is not None:
             full = tuple(total.shape[:batch_dims]) + tuple(out.shape)
             if tuple(total.shape) != full:

@@ -75,7 +75,7 @@ unary("expm1", "expm1(x)", "out + 1", "Expm1Backward0", numpy=np.expm1, rule="fl
 unary("sqrt", "sqrt(x)", "0.5 / out", "SqrtBackward0", numpy=np.sqrt, rule="float", domain=(0.1, 5))
 unary(
     "rsqrt",
-    "1 / sqrt(x)",
+    "rsqrt(x)",
     "-0.5 * out * out * out",
     "RsqrtBackward0",
     rule="float",
@@ -88,11 +88,12 @@ unary(
 )
 unary("tanh", "tanh(x)", "1 - out * out", "TanhBackward0", numpy=np.tanh, rule="float")
 unary("sigmoid", "1 / (1 + exp(-x))", "out * (1 - out)", "SigmoidBackward0", rule="float")
-unary("relu", "where(x > 0, x, 0)", "where(out > 0, 1, 0)", "ReluBackward0", kinks=(0.0,))
+# relu(nan) is nan and relu(-0.0) is -0.0; its backward is threshold_backward: zero where out <= 0
+unary("relu", "where(x < 0, 0, x)", "where(out <= 0, 0, 1)", "ReluBackward0", kinks=(0.0,))
 unary(
     "abs", "fabs(x)", "sign(x)", "AbsBackward0", numpy=np.abs, kinks=(0.0,), aliases=("absolute",)
 )
-unary("sign", "sign(x)", "0", "SignBackward0", numpy=np.sign, kinks=(0.0,))
+unary("sign", "sign(x)", "0", "SignBackward0", kinks=(0.0,))  # sign(nan) is 0, not numpy's nan
 unary("reciprocal", "1 / x", "-out * out", "ReciprocalBackward0", rule="float", domain=(0.5, 3))
 unary("erf", "erf(x)", "1.1283791670955126 * exp(-x * x)", "ErfBackward0", rule="float")
 unary("floor", "floor(x)", "0", "FloorBackward0", numpy=np.floor, kinks="int")
@@ -109,19 +110,31 @@ unary(
     domain=(0.5, 2),
 )
 unary("rpow", "c ** x", "out * log(c)", "PowBackward2", attrs=("c",), rule="float", variants=NONE)
+# clamp is PyTorch's min(max(x, lo), hi) with std::max/std::min (NaN x stays NaN, -0.0 kept,
+# lo > hi gives hi); a NaN bound makes every result NaN
+CLAMP_LO = "where(x < lo, lo, x)"
+CLAMP = "where((lo != lo) | (hi != hi), lo + hi, where(hi < {0}, hi, {0}))".format(CLAMP_LO)
 unary(
     "clamp",
-    "where(x < lo, lo, where(x > hi, hi, x))",
+    CLAMP,
     "where((x >= lo) & (x <= hi), 1, 0)",
     "ClampBackward1",
     attrs=("lo", "hi"),
     aliases=("clip",),
 )
 unary(
-    "clamp_min", "where(x < lo, lo, x)", "where(x >= lo, 1, 0)", "ClampMinBackward0", attrs=("lo",)
+    "clamp_min",
+    "where(lo != lo, lo, where(x < lo, lo, x))",
+    "where(x >= lo, 1, 0)",
+    "ClampMinBackward0",
+    attrs=("lo",),
 )
 unary(
-    "clamp_max", "where(x > hi, hi, x)", "where(x <= hi, 1, 0)", "ClampMaxBackward0", attrs=("hi",)
+    "clamp_max",
+    "where(hi != hi, hi, where(hi < x, hi, x))",
+    "where(x <= hi, 1, 0)",
+    "ClampMaxBackward0",
+    attrs=("hi",),
 )
 
 binary("add", "x + y", "1", "1", "AddBackward0", numpy=np.add)
@@ -148,23 +161,28 @@ binary(
     domain=(0.5, 2),
     variants=NONE,
 )
+# maximum/minimum: the gradient is masked out only where the other input wins, so a NaN input
+# (nothing wins) gives both the gradient; forward mode is PyTorch's other_t + m * (self_t -
+# other_t) with m = where(x == y, 0.5, x > y), NaN-multiplying (jvp_formula)
 binary(
     "maximum",
     "maximum(x, y)",
-    "where(x > y, 1, where(x == y, 0.5, 0))",
-    "where(y > x, 1, where(x == y, 0.5, 0))",
+    "where(x < y, 0, where(x == y, 0.5, 1))",
+    "where(x > y, 0, where(x == y, 0.5, 1))",
     "MaximumBackward0",
     numpy=np.maximum,
     variants=(FUNCTION, METHOD, OUT),
+    jvp_formula="t_y + ((x > y) + 0.5 * (x == y)) * (t_x - t_y)",
 )
 binary(
     "minimum",
     "minimum(x, y)",
-    "where(x < y, 1, where(x == y, 0.5, 0))",
-    "where(y < x, 1, where(x == y, 0.5, 0))",
+    "where(x > y, 0, where(x == y, 0.5, 1))",
+    "where(x < y, 0, where(x == y, 0.5, 1))",
     "MinimumBackward0",
     numpy=np.minimum,
     variants=(FUNCTION, METHOD, OUT),
+    jvp_formula="t_y + ((x < y) + 0.5 * (x == y)) * (t_x - t_y)",
 )
 unary("remainder", "x - floor(x / y) * y", "1", "RemainderBackward0", attrs=("y",))
 binary(
@@ -177,10 +195,13 @@ binary(
     domain_y=(0.5, 3),
     variants=NONE,
 )
-binary("lerp", "x + w * (y - x)", "1 - w", "w", "LerpBackward0", attrs=("w",))
+# PyTorch's lerp: x + w * (y - x) for |w| < 0.5, else y - (y - x) * (1 - w) (exact at w = 1,
+# and lerp(inf, 0, 0.5) is inf)
+LERP = "where(fabs(w) < 0.5, x + w * (y - x), y - (y - x) * (1 - w))"
+binary("lerp", LERP, "1 - w", "w", "LerpBackward0", attrs=("w",))
 pointwise(
     "lerp.Tensor",
-    "x + w * (y - x)",
+    LERP,
     ("1 - w", "w", "y - x"),
     "LerpBackward1",
     args=("x", "y", "w"),

@@ -232,7 +232,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
 
 @batched
 def _evenly_vjp(node, grads):
-    """amax/amin and full max/min: the gradient is shared evenly between tied extremes."""
+    """amax/amin: the gradient is shared evenly between tied extremes, PyTorch's
+    ``grad / count * mask`` (a multiply: NaN where a NaN input makes the count 0)."""
     shape, dims, keepdim = node.attrs
     x = node.unpack("x")
     out = node.unpack("out")
@@ -240,7 +241,22 @@ def _evenly_vjp(node, grads):
     o = _unsqueeze_to(out, shape, dims, keepdim)
     mask = x == o
     count = mask.sum(dim=dims, keepdim=True)
-    return (g * mask / count,)
+    return (g / count * mask,)
+
+
+@batched
+def _evenly_select_vjp(node, grads):
+    """Full max()/min(): PyTorch's evenly_distribute_backward selects -- the gradient, divided by
+    the number of ties, goes to the elements equal to the result (to the NaNs if it is NaN),
+    zeros elsewhere, whatever the gradient holds."""
+    shape, dims, keepdim = node.attrs
+    x = node.unpack("x")
+    out = node.unpack("out")
+    g = _grad_to(grads[0], shape, dims, keepdim)
+    o = _unsqueeze_to(out, shape, dims, keepdim)
+    mask = x.isnan() if bool(np.isnan(out._data).any()) else x == o
+    count = mask.sum(dim=dims, keepdim=True)
+    return (where(mask, g / count, 0.0),)
 
 
 def _extreme(x, dim, keepdim, take_max, opdef, overload=None):
@@ -339,7 +355,7 @@ def _max_min(input, dim, keepdim, take_max, other, opdef):
 
 # max()/min() share the gradient evenly between tied extremes (saving x and out); max(dim)
 # returns indices and sends the gradient to them only
-_EXTREME = {"all": _evenly_vjp, "dim": _select_vjp}
+_EXTREME = {"all": _evenly_select_vjp, "dim": _select_vjp}
 
 
 _EXTREME_SAVES = {"all": ("x", "out"), "dim": ()}
@@ -406,11 +422,16 @@ def _var_vjp(node, grads):
 
 @batched
 def _std_vjp(node, grads):
+    """PyTorch's std_backward: ``var_backward(grad / (2 * out))`` with the gradient masked to 0
+    where the std is 0 (a constant: 0, not 0/0)."""
     shape, dims, keepdim, n, c = node.attrs
     x = node.unpack("x")
     out = _unsqueeze_to(node.unpack("out"), shape, dims, keepdim)
     g = _grad_to(grads[0], shape, dims, keepdim)
-    return (g * (x - x.mean(dim=dims, keepdim=True)) / ((n - c) * out),)
+    gv = where(out == 0, 0.0, g / (out * 2))
+    with np.errstate(divide="ignore"):
+        scale = float(np.float64(2.0) / np.float64(n - c))  # inf when n == c, as in C++
+    return (scale * gv * (x - x.mean(dim=dims, keepdim=True)),)
 
 
 def _var_std(x, dim, unbiased, keepdim, correction, take_sqrt, opdef):

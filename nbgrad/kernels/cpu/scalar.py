@@ -6,7 +6,8 @@ helpers compiled with ``njit(inline="always")``.  Generated CPU kernels (kernels
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from .. import vocab
 
@@ -39,6 +40,23 @@ def _inline(helper):
 where = _inline(vocab.where)
 sigmoid = _inline(vocab.sigmoid)
 sign = _inline(vocab.sign)
-rsqrt = _inline(vocab.rsqrt)
+
+
+def _rsqrt(x):
+    """CPU ``rsqrt`` (vocab.rsqrt's maths), typed by the overload below."""
+    return vocab.rsqrt(x)
+
+
+@overload(_rsqrt, jit_options={"error_model": "numpy"})
+def _rsqrt_typed(x):
+    # Numba's fast-math flags reach every instruction of a kernel module, and with 'arcp'/'afn'
+    # LLVM turns a float32 ``1 / sqrt(x)`` into an rsqrt estimate: NaN at 0 and inf, ulps off
+    # elsewhere.  x86 has no float64 estimate, so float32 is computed in float64 (rounded once).
+    if isinstance(x, types.Float) and x.bitwidth == 32:
+        return lambda x: 1.0 / np.sqrt(np.float64(x))
+    return lambda x: 1 / np.sqrt(x)
+
+
+rsqrt = _rsqrt
 maximum = _inline(vocab.maximum)
 minimum = _inline(vocab.minimum)
