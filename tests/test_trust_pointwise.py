@@ -331,3 +331,161 @@ def test_jvp_nan_sweep_against_torch():
                 "%s tangent at x=%r t=%r: nbgrad %r torch %r" % (name, vals[i], tans[i], a[i], b[i])
             )
     assert not bad, "\n".join(bad)
+
+
+# -- item 3: shapes of dim reductions, 0-d and empty inputs ---------------------------------------
+
+
+def test_max_min_over_the_only_dim_of_a_1d_tensor_are_0d():
+    x = nbgrad.tensor([1.0, 3.0, 2.0], requires_grad=True)
+    for r in (x.max(0), x.min(0), nbgrad.max(x, -1), nbgrad.min(x, dim=0)):
+        assert r.values.shape == () and r.indices.shape == ()
+    assert x.max(0, keepdim=True).values.shape == (1,)
+    x.max(0).values.backward()
+    _same(x.grad.numpy(), [0, 1, 0])
+
+
+def test_dim_reductions_of_a_0d_tensor():
+    s = nbgrad.tensor(2.0, requires_grad=True)
+    for f in (
+        lambda: s.max(0).values,
+        lambda: s.max(-1).values,
+        lambda: s.min(0, keepdim=True).values,
+        lambda: s.amax(0),
+        lambda: s.sum(0),
+        lambda: s.cumsum(0),
+        lambda: s.logsumexp(0),
+        lambda: s.norm(dim=0),
+    ):
+        s.grad = None
+        y = f()
+        assert y.shape == () and y.item() == 2.0
+        y.backward()
+        assert s.grad.item() == 1.0
+    r = s.max(0)
+    assert r.indices.shape == () and r.indices.item() == 0
+    assert s.argmax(0).shape == () and s.argmin(0, keepdim=True).item() == 0
+    for log, value in ((False, 1.0), (True, 0.0)):
+        s.grad = None
+        y = s.log_softmax(0) if log else s.softmax(0)
+        assert y.shape == () and y.item() == value
+        y.backward()
+        assert s.grad.item() == 0.0
+    s.grad = None
+    y = s.std(0, correction=0)
+    y.backward()
+    assert y.item() == 0.0 and s.grad.item() == 0.0
+    b = nbgrad.tensor(True)
+    assert b.all(0).shape == () and b.any(0).item() is True
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        s.max(1)
+
+
+def test_reductions_over_empty_tensors():
+    e = nbgrad.ones(0, 2, requires_grad=True)
+    for f in (lambda: e.max(1), lambda: e.min(1), lambda: e.max(1, keepdim=True)):
+        r = f()
+        assert r.values.shape == r.indices.shape and r.values.shape[0] == 0
+        assert r.indices.dtype is nbgrad.int64
+        r.values.sum().backward()
+        assert e.grad.shape == (0, 2)
+    assert e.argmax(1).shape == (0,) and e.argmin(1, keepdim=True).shape == (0, 1)
+    assert nbgrad.ones(2, 0, 3).sum((0, 2)).shape == (0,)
+    with pytest.raises(IndexError, match=r"^amax\(\): Expected reduction dim 0 to have non-zero"):
+        e.amax(0)
+    with pytest.raises(IndexError, match=r"^amin\(\): Expected reduction dim -2 to have non-zero"):
+        e.amin((1, -2))
+    with pytest.raises(IndexError, match=r"^argmin\(\): Expected reduction dim 0 to have non-zero"):
+        e.argmin(-2)
+    with pytest.raises(IndexError, match=r"^argmax\(\): Expected reduction dim to be specified"):
+        e.argmax()
+    with pytest.raises(RuntimeError, match=r"^amax\(\): Expected reduction dim to be specified"):
+        e.amax()
+    with pytest.raises(RuntimeError, match="cannot compute the inf norm on an empty tensor"):
+        e.norm(inf)
+    with pytest.raises(RuntimeError, match="cannot compute the inf norm on the dimension 0"):
+        e.norm(inf, 0)
+    assert e.norm(inf, 1).shape == (0,)
+
+
+def _reduction_cases(T):
+    return {
+        "sum": lambda x, d: x.sum(d),
+        "sum_kd": lambda x, d: x.sum(d, keepdim=True),
+        "mean": lambda x, d: x.mean(d),
+        "prod": lambda x, d: x.prod(d),
+        "amax": lambda x, d: x.amax(d),
+        "amin_kd": lambda x, d: x.amin(d, keepdim=True),
+        "max": lambda x, d: x.max(d),
+        "min_kd": lambda x, d: x.min(d, keepdim=True),
+        "argmax": lambda x, d: x.argmax(d),
+        "argmin_kd": lambda x, d: x.argmin(d, keepdim=True),
+        "var": lambda x, d: x.var(d),
+        "std0": lambda x, d: x.std(d, correction=0),
+        "logsumexp": lambda x, d: x.logsumexp(d),
+        "cumsum": lambda x, d: x.cumsum(d),
+        "softmax": lambda x, d: x.softmax(d),
+        "log_softmax": lambda x, d: x.log_softmax(d),
+        "norm": lambda x, d: x.norm(dim=d),
+        "norm_inf": lambda x, d: x.norm(inf, d),
+        "all": lambda x, d: (x > 0).all(d),
+        "any": lambda x, d: (x > 0).any(d),
+    }
+
+
+def _results_match(a, b):
+    """Nested lists/tuples equal, floats to 1e-12 relative (NaN equals NaN)."""
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_results_match(u, v) for u, v in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float):
+        return bool(np.isclose(a, b, rtol=1e-12, atol=0, equal_nan=True))
+    return a == b and type(a) is type(b)
+
+
+@needs_torch
+def test_reductions_of_0d_and_empty_tensors_against_torch():
+    """Shapes, dtypes, values, gradients and exception types of dim reductions on 0-d and empty
+    tensors, as PyTorch's."""
+    import warnings
+
+    shapes_dims = [
+        ((), 0),
+        ((), -1),
+        ((), 1),
+        ((0,), 0),
+        ((0, 2), 0),
+        ((0, 2), 1),
+        ((2, 0), 1),
+        ((2, 0), 0),
+        ((2, 0, 3), 1),
+        ((2, 0, 3), 2),
+        ((3,), 0),
+        ((2, 3), -1),
+    ]
+    bad = []
+    for name in _reduction_cases(nbgrad):
+        for shape, d in shapes_dims:
+            res = []
+            for T in (nbgrad, torch):
+                f = _reduction_cases(T)[name]
+                x = T.arange(int(np.prod(shape)), dtype=T.float64).reshape(shape) + 1
+                x.requires_grad_(True)
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        y = f(x, d)
+                    if isinstance(y, tuple):
+                        idx, y = y[1], y[0]
+                        extra = (tuple(idx.shape), str(idx.dtype).split(".")[-1], idx.tolist())
+                    else:
+                        extra = ()
+                    out = [tuple(y.shape), str(y.dtype).split(".")[-1], y.tolist(), extra]
+                    if y.requires_grad:
+                        y.sum().backward()
+                        out.append(x.grad.tolist())
+                except Exception as e:  # noqa: BLE001
+                    out = [type(e).__name__]
+                res.append(out)
+            if not _results_match(*res):
+                bad.append("%s%s dim=%s: nbgrad %s torch %s" % (name, shape, d, *res))
+    assert not bad, "\n".join(bad)

@@ -50,7 +50,8 @@ def to3d(a, dims):
     keep = [d for d in range(nd) if d not in dims]
     t = np.ascontiguousarray(a.transpose(keep + list(dims)))
     outer = int(np.prod([shape[d] for d in keep], dtype=np.int64))
-    return t.reshape(outer, -1, 1)
+    n = int(np.prod([shape[d] for d in dims], dtype=np.int64))
+    return t.reshape(outer, n, 1)  # not (outer, -1, 1): ambiguous when outer is 0
 
 
 def out_shape(shape, dims, keepdim):
@@ -259,17 +260,35 @@ def _evenly_select_vjp(node, grads):
     return (where(mask, g / count, 0.0),)
 
 
-def _extreme(x, dim, keepdim, take_max, opdef, overload=None):
-    if x._data.size == 0 and (dim is None or x._data.shape[_wrap_dim(dim, x._data.ndim)] == 0):
-        raise RuntimeError(
-            "%s(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
-            "reduction dim with the 'dim' argument." % ("max" if take_max else "min")
-        )
+def _empty_dim_check(x, dim, name, wrapped=False):
+    """PyTorch's errors for a reduction without identity (max, argmax, ...) over nothing: no
+    ``dim`` and no elements, or a reduced dim of size 0 (named as given, or wrapped)."""
+    shape = x._data.shape
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
+        if x._data.size == 0:
+            msg = "%s(): Expected reduction dim to be specified for input.numel() == 0." % name
+            if name.startswith("arg"):
+                raise IndexError(msg)
+            raise RuntimeError(msg + " Specify the reduction dim with the 'dim' argument.")
+        return
+    for d in dim if isinstance(dim, (list, tuple)) else (dim,):
+        w = _wrap_dim(d, len(shape))
+        if shape and shape[w] == 0:
+            raise IndexError(
+                "%s(): Expected reduction dim %d to have non-zero size."
+                % (name, w if wrapped else d)
+            )
+
+
+def _extreme(x, dim, keepdim, take_max, opdef, overload=None, name=None):
+    _empty_dim_check(x, dim, name or ("max" if take_max else "min"))
     dims = _dims(dim, x._data.ndim)
     a = _compute_arr(x)
     if a.dtype == np.bool_:
         a = a.astype(np.int64)
     r, _ = _run(K.amax_fwd_cpu, a, dims, keepdim, a.dtype, take_max)
+    if r is None:  # a reduced dim of size 0 with no elements at all to reduce: empty result
+        r = np.empty(out_shape(x._data.shape, dims, keepdim), a.dtype)
     return opdef.record(
         r.astype(x._data.dtype, copy=False),
         (x,),
@@ -288,7 +307,7 @@ def _extreme(x, dim, keepdim, take_max, opdef, overload=None):
     kernels=CPU,
 )
 def amax(input, dim=(), keepdim=False):
-    return _extreme(input, dim if dim != () else None, keepdim, True, amax.op)
+    return _extreme(input, dim if dim != () else None, keepdim, True, amax.op, name="amax")
 
 
 @op(
@@ -301,14 +320,16 @@ def amax(input, dim=(), keepdim=False):
     kernels=CPU,
 )
 def amin(input, dim=(), keepdim=False):
-    return _extreme(input, dim if dim != () else None, keepdim, False, amin.op)
+    return _extreme(input, dim if dim != () else None, keepdim, False, amin.op, name="amin")
 
 
 def _select_vjp(node, grads):
     """max(dim)/min(dim): the gradient goes to the returned index only."""
     shape, dim, keepdim = node.attrs
-    idx = node.unpack("indices")
     g = grads[0]
+    if not shape:  # a 0-d input is its own max
+        return (g,)
+    idx = node.unpack("indices")
     if not keepdim:
         g = g.unsqueeze(dim)
         idx = idx.unsqueeze(dim)
@@ -316,16 +337,15 @@ def _select_vjp(node, grads):
 
 
 def _argext(x, dim, keepdim, take_max):
+    name = "argmax" if take_max else "argmin"
+    _empty_dim_check(x, dim, name, wrapped=True)
     dims = _dims(dim, x._data.ndim)
-    if x._data.size == 0:
-        raise RuntimeError(
-            "%s(): Expected reduction dim to be specified for input.numel() == 0."
-            % ("argmax" if take_max else "argmin")
-        )
     a = _compute_arr(x)
     if a.dtype == np.bool_:
         a = a.astype(np.int64)
     r, _ = _run(K.argmax_fwd_cpu, a, dims, keepdim, np.int64, take_max)
+    if r is None:  # nothing to reduce and an empty result
+        r = np.zeros(out_shape(x._data.shape, dims, keepdim), np.int64)
     return r
 
 
@@ -335,16 +355,21 @@ def _max_min(input, dim, keepdim, take_max, other, opdef):
         return (maximum if take_max else minimum)(input, dim if other is None else other)
     if dim is None:
         return _extreme(input, None, False, take_max, opdef, "all")
-    d = _wrap_dim(dim, input._data.ndim)
-    if input._data.ndim and input._data.shape[d] == 0:
+    nd = input._data.ndim
+    d = _wrap_dim(dim, nd)
+    if nd and input._data.shape[d] == 0:
         raise IndexError("%s(): Expected reduction dim %d to have non-zero size." % (word, d))
-    idx = _argext(input, d, keepdim, take_max)
-    vals = np.take_along_axis(input._data, idx if keepdim else np.expand_dims(idx, d), d)
-    if not keepdim and input._data.ndim:
-        vals = vals.squeeze(d)
+    if nd == 0:  # a 0-d tensor is its own max over dim 0 (or -1), index 0
+        idx = np.zeros((), np.int64)
+        vals = input._data.copy()
+    else:
+        idx = _argext(input, d, keepdim, take_max)
+        vals = np.take_along_axis(input._data, idx if keepdim else np.expand_dims(idx, d), d)
+        if not keepdim:
+            vals = vals.squeeze(d)
     idx_t = _make(idx)
     vals = opdef.record(
-        np.ascontiguousarray(vals),
+        np.asarray(vals, order="C"),  # not ascontiguousarray: that makes a 0-d result 1-d
         (input,),
         overload="dim",
         attrs=(input._data.shape, d, keepdim),
@@ -390,6 +415,7 @@ def min(input, dim=None, keepdim=False, *, other=None):  # noqa: A001
 @op("argmax", "reduction", variants=FM, kernels=CPU)
 def argmax(input, dim=None, keepdim=False):
     if dim is None:
+        _empty_dim_check(input, None, "argmax")
         r = _argext(input.reshape(-1), 0, False, True)
         return _make(r.reshape((1,) * input._data.ndim if keepdim else ()))
     return _make(_argext(input, dim, keepdim, True))
@@ -398,6 +424,7 @@ def argmax(input, dim=None, keepdim=False):
 @op("argmin", "reduction", variants=FM, kernels=CPU)
 def argmin(input, dim=None, keepdim=False):
     if dim is None:
+        _empty_dim_check(input, None, "argmin")
         r = _argext(input.reshape(-1), 0, False, False)
         return _make(r.reshape((1,) * input._data.ndim if keepdim else ()))
     return _make(_argext(input, dim, keepdim, False))
@@ -493,6 +520,19 @@ def _norm_vjp(node, grads):
     return (g * where(out == 0, 0.0, x * _abs(x) ** (p - 2) / out ** (p - 1)),)
 
 
+def _inf_norm_empty_check(x, dim, p):
+    msg = "linalg.vector_norm cannot compute the %s norm on " % p
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
+        raise RuntimeError(msg + "an empty tensor because the operation does not have an identity")
+    shape = x._data.shape
+    for d in dim if isinstance(dim, (list, tuple)) else (dim,):
+        if shape and shape[_wrap_dim(d, len(shape))] == 0:
+            raise RuntimeError(
+                msg + "the dimension %dbecause this dimension is empty and the operation does not "
+                "have an identity" % d  # sic: PyTorch's message has no space before "because"
+            )
+
+
 @op(
     "norm",
     "reduction",
@@ -512,6 +552,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         p = 2.0
     p = float(p)
     dims = _dims(dim, x._data.ndim)
+    if math.isinf(p) and x._data.size == 0:  # max/min of nothing: no identity
+        _inf_norm_empty_check(x, dim, "inf" if p > 0 else "-inf")
     with no_grad():
         ax = _abs(x)
         if math.isinf(p):
@@ -562,6 +604,8 @@ def logsumexp(input, dim, keepdim=False):
 @batched
 def _cumsum_vjp(node, grads):
     (dim,) = node.attrs
+    if not node._in_meta[0][0]:  # 0-d: the identity
+        return (grads[0],)
     dim -= len(node._in_meta[0][0])  # negative: the same with batch dims in front
     return (grads[0].flip(dim).cumsum(dim).flip(dim),)
 
@@ -597,22 +641,25 @@ def cumsum(input, dim, *, dtype=None):
             r = np.moveaxis(r, -1, d)
         else:
             r = o3.reshape(a.shape)
-    return cumsum.op.record(np.ascontiguousarray(r).astype(od.np, copy=False), (x,), attrs=(d,))
+    r = np.asarray(r, order="C").astype(od.np, copy=False)  # (a 0-d result stays 0-d)
+    return cumsum.op.record(r, (x,), attrs=(d,))
 
 
 @op("all", "reduction", variants=FM)
 def all(input, dim=None, keepdim=False):  # noqa: A001
     if dim is None:
         return _make(np.asarray(np.all(input._data)))
-    return _make(
-        np.asarray(np.all(input._data, axis=_dims(dim, input._data.ndim), keepdims=keepdim))
-    )
+    axis = _dims(dim, input._data.ndim)
+    if input._data.ndim == 0:  # dim 0 or -1 of a 0-d tensor: itself
+        axis = None
+    return _make(np.asarray(np.all(input._data, axis=axis, keepdims=keepdim)))
 
 
 @op("any", "reduction", variants=FM)
 def any(input, dim=None, keepdim=False):  # noqa: A001
     if dim is None:
         return _make(np.asarray(np.any(input._data)))
-    return _make(
-        np.asarray(np.any(input._data, axis=_dims(dim, input._data.ndim), keepdims=keepdim))
-    )
+    axis = _dims(dim, input._data.ndim)
+    if input._data.ndim == 0:  # dim 0 or -1 of a 0-d tensor: itself
+        axis = None
+    return _make(np.asarray(np.any(input._data, axis=axis, keepdims=keepdim)))
