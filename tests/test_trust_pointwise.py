@@ -80,6 +80,7 @@ SELECT_CASES = [
     ("leaky_relu", lambda x: F.leaky_relu(x, 0.0), [-1.0, 1.0], [nan, nan], [nan, nan]),
     ("abs", nbgrad.abs, [0.0, -0.0, nan, 1.0], [nan, inf, 1.0, 1.0], [nan, nan, 0, 1]),
     ("mul0", lambda x: x * 0.0, [1.0], [nan], [nan]),
+    ("rpow0", lambda x: 0.0**x, [0.0, 1.0, -1.0, 2.0], None, [0, 0, -inf, 0]),
 ]
 
 
@@ -488,4 +489,130 @@ def test_reductions_of_0d_and_empty_tensors_against_torch():
                 res.append(out)
             if not _results_match(*res):
                 bad.append("%s%s dim=%s: nbgrad %s torch %s" % (name, shape, d, *res))
+    assert not bad, "\n".join(bad)
+
+
+# -- item 4: a pointwise node saves only what the partials of its differentiable inputs need ------
+
+
+def _nonleaf(vals):
+    return nbgrad.tensor(vals, requires_grad=True) * 1
+
+
+def test_mul_div_by_a_scalar_save_no_input():
+    for f in (lambda x: x * 2, lambda x: 2 * x, lambda x: x / 2, lambda x: x - 2 * x.detach()):
+        x0 = nbgrad.tensor([1.0, 2.0], requires_grad=True)
+        x = x0 * 1
+        y = f(x)
+        x.add_(1)  # x is not saved: no "modified by an inplace operation" error
+        y.sum().backward()
+    y = nbgrad.tensor([1.0, 2.0], requires_grad=True) * 2
+    assert y.grad_fn._saved_self is None and y.grad_fn._saved_other == 2
+
+
+def test_mul_saves_only_the_other_operand_of_the_input_that_requires_grad():
+    x = _nonleaf([1.0, 2.0])
+    c = nbgrad.tensor([3.0, 4.0])
+    y = x * c
+    assert y.grad_fn._saved_self is None
+    _same(y.grad_fn._saved_other.numpy(), [3, 4])
+    x.mul_(5)  # not saved
+    y.sum().backward()
+    c2 = c * 1
+    y = x * c2
+    c2.add_(1)  # saved: d/dx needs it
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    # y requires grad, x does not: div saves both (d/dy = -x / y^2), mul only x
+    w = _nonleaf([1.0, 2.0])
+    assert (c / w).grad_fn._saved_self is not None and (c / w).grad_fn._saved_other is not None
+    assert (c * w).grad_fn._saved_other is None
+
+
+def test_pack_hook_computing_on_its_input_does_not_recurse():
+    calls = []
+
+    def pack(t):
+        calls.append(1)
+        assert len(calls) < 10, "recursion"
+        return 2 * t  # records MulBackward0, which saves no tensor
+
+    x = nbgrad.tensor([1.0, 2.0], requires_grad=True)
+    with nbgrad.autograd.graph.saved_tensors_hooks(pack, lambda t: t / 2):
+        z = (x * x).sum()
+    assert len(calls) == 2
+    z.backward()
+    _same(x.grad.numpy(), [2, 4])
+
+
+def test_saved_values_have_pytorchs_names():
+    x = nbgrad.tensor([1.0, 2.0], requires_grad=True)
+    n = (x**2).grad_fn
+    assert n._saved_exponent == 2 and n._saved_self is not None
+    n = (2**x).grad_fn
+    assert n._saved_self == 2 and n._saved_exponent is not None and n._saved_result is not None
+    n = (x**x).grad_fn
+    assert all(
+        getattr(n, a) is not None for a in ("_saved_self", "_saved_exponent", "_saved_result")
+    )
+    n = nbgrad.clamp(x, 0, 1).grad_fn
+    assert (n._saved_min, n._saved_max) == (0, 1)
+    assert nbgrad.lerp(x, x, 0.3).grad_fn._saved_weight == 0.3
+    _same(nbgrad.where(x > 1, x, x).grad_fn._saved_condition.numpy(), [False, True])
+    _same(x.masked_fill(x > 1, 2.0).grad_fn._saved_mask.numpy(), [False, True])
+    assert F.leaky_relu(x, 0.1).grad_fn._saved_negative_slope == 0.1
+    with pytest.raises(AttributeError):
+        nbgrad.where(x > 1, x, x).grad_fn._saved_self  # noqa: B018
+
+
+@needs_torch
+def test_saved_attributes_match_torch():
+    """Every ``_saved_*`` PyTorch's node has, nbgrad's has with the same value (None where the
+    node does not need it)."""
+
+    def value(v):
+        return None if v is None else (v.tolist() if hasattr(v, "tolist") else v)
+
+    cases = {
+        "mul": lambda T, x, y: x * y,
+        "div": lambda T, x, y: x / y,
+        "mul_scalar": lambda T, x, y: x * 2,
+        "pow": lambda T, x, y: x**y,
+        "pow_scalar": lambda T, x, y: x**2,
+        "rpow": lambda T, x, y: 2**y,
+        "maximum": lambda T, x, y: T.maximum(x, y),
+        "lerp": lambda T, x, y: T.lerp(x, y, y),
+        "lerp_scalar": lambda T, x, y: T.lerp(x, y, 0.25),
+        "remainder": lambda T, x, y: T.remainder(x, y),
+        "square": lambda T, x, y: x * x,
+        "exp": lambda T, x, y: y.exp(),
+        "where": lambda T, x, y: T.where(x > 1, x, y),
+        "masked_fill": lambda T, x, y: y.masked_fill(x > 1, 2.0),
+        "clamp": lambda T, x, y: y.clamp(0, 1),
+        "relu": lambda T, x, y: y.relu(),
+        "leaky_relu": lambda T, x, y: T.nn.functional.leaky_relu(y, 0.2),
+        "softplus": lambda T, x, y: T.nn.functional.softplus(y, 2, 3),
+    }
+    bad = []
+    for rx, ry in ((True, False), (False, True), (True, True)):
+        for name, f in cases.items():
+            nodes = []
+            for T in (nbgrad, torch):
+                x = T.tensor([1.0, 2.0], requires_grad=rx)
+                y = T.tensor([3.0, 4.0], requires_grad=ry)
+                nodes.append(f(T, x, y).grad_fn)
+            ours, theirs = nodes
+            if theirs is None:
+                continue
+            for k in dir(theirs):
+                if k.startswith("_saved_") and not k.endswith("sym_sizes"):
+                    try:
+                        got = value(getattr(ours, k))
+                    except AttributeError:
+                        got = "missing"
+                    if got != value(getattr(theirs, k)):
+                        bad.append(
+                            "%s rg=%s %s: %r, torch %r"
+                            % (name, (rx, ry), k, got, value(getattr(theirs, k)))
+                        )
     assert not bad, "\n".join(bad)

@@ -168,14 +168,15 @@ def binary(op, a, b):
         if bt is None:
             node.next_functions = (edge(a), (None, 0))
             node._in_meta = ((a._data.shape, ad), None)
+            saves = op.saves_for[1]
         else:
             node.next_functions = (edge(a), edge(bt))
             node._in_meta = ((a._data.shape, ad), (bt._data.shape, bt._dtype))
+            saves = op.saves_for[a._requires_grad | bt._requires_grad << 1]
         node._seq = next_seq()
         node.op = op.vjp
         node.attrs = ((), cd.name)
         t = _make(out, node, 0)
-        saves = op.saves
         if saves:
             saved = {}
             for name in saves:

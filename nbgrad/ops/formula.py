@@ -42,7 +42,12 @@ _TENSOR_NS = None
 
 def _lift(tensor_fn, scalar_fn):
     def f(x, *rest):
-        return tensor_fn(x, *rest) if isinstance(x, Tensor) else scalar_fn(x, *rest)
+        if isinstance(x, Tensor):
+            return tensor_fn(x, *rest)
+        try:
+            return scalar_fn(x, *rest)
+        except (ValueError, ZeroDivisionError, OverflowError):  # math.log(0): IEEE -inf instead
+            return tensor_fn(tensor(float(x), dtype=_dt.float64), *rest).item()
 
     f.__name__ = scalar_fn.__name__
     return f
@@ -233,10 +238,11 @@ def pointwise_vjp(op, node, grads):
                 continue
             if values is None:
                 values = {"g": garr}
-                for n in op.saves:
-                    values[n] = node.array(n)
                 for n, v in zip(op.attrs, attrs):
                     values[n] = v
+            for n in part.params:
+                if n not in values:  # saved for this input's partial (OpDef.saves_of)
+                    values[n] = node.array(n)
             k = part.kernels.get(cd)
             if k is None:
                 k = part.kernel(cd)
@@ -245,7 +251,7 @@ def pointwise_vjp(op, node, grads):
         return tuple(out)
     ns = dict(tensor_namespace())
     ns["where"] = typed_where(g.dtype)  # where(c, 1, 0.5): numbers take the gradient's dtype
-    for n in op.saves:
+    for n in node.saved or ():
         ns[n] = node.unpack(n)
     for n, v in zip(op.attrs, attrs):
         ns[n] = v

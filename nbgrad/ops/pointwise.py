@@ -107,9 +107,19 @@ unary(
     "where(p == 0, 0, p * x ** (p - 1))",
     "PowBackward0",
     attrs=("p",),
+    saved_names={"self": "x", "exponent": "p"},
     domain=(0.5, 2),
 )
-unary("rpow", "c ** x", "out * log(c)", "PowBackward2", attrs=("c",), rule="float", variants=NONE)
+unary(
+    "rpow",
+    "c ** x",
+    "where((c == 0) & (x >= 0), 0, out * log(c))",  # pow_backward_exponent: 0, not 0 * -inf
+    "PowBackward2",
+    attrs=("c",),
+    rule="float",
+    variants=NONE,
+    saved_names={"self": "c", "exponent": "x", "result": "out"},
+)
 # clamp is PyTorch's min(max(x, lo), hi) with std::max/std::min (NaN x stays NaN, -0.0 kept,
 # lo > hi gives hi); a NaN bound makes every result NaN
 CLAMP_LO = "where(x < lo, lo, x)"
@@ -120,6 +130,7 @@ unary(
     "where((x >= lo) & (x <= hi), 1, 0)",
     "ClampBackward1",
     attrs=("lo", "hi"),
+    saved_names={"self": "x", "min": "lo", "max": "hi"},
     aliases=("clip",),
 )
 unary(
@@ -128,6 +139,7 @@ unary(
     "where(x >= lo, 1, 0)",
     "ClampMinBackward0",
     attrs=("lo",),
+    saved_names={"self": "x", "min": "lo"},
 )
 unary(
     "clamp_max",
@@ -135,6 +147,7 @@ unary(
     "where(x <= hi, 1, 0)",
     "ClampMaxBackward0",
     attrs=("hi",),
+    saved_names={"self": "x", "max": "hi"},
 )
 
 binary("add", "x + y", "1", "1", "AddBackward0", numpy=np.add)
@@ -158,6 +171,7 @@ binary(
     "where(y == 0, 0, y * x ** (y - 1))",
     "where((x == 0) & (y >= 0), 0, out * log(x))",
     "PowBackward1",
+    saved_names={"self": "x", "exponent": "y", "result": "out"},
     domain=(0.5, 2),
     variants=NONE,
 )
@@ -198,13 +212,14 @@ binary(
 # PyTorch's lerp: x + w * (y - x) for |w| < 0.5, else y - (y - x) * (1 - w) (exact at w = 1,
 # and lerp(inf, 0, 0.5) is inf)
 LERP = "where(fabs(w) < 0.5, x + w * (y - x), y - (y - x) * (1 - w))"
-binary("lerp", LERP, "1 - w", "w", "LerpBackward0", attrs=("w",))
+binary("lerp", LERP, "1 - w", "w", "LerpBackward0", attrs=("w",), saved_names={"weight": "w"})
 pointwise(
     "lerp.Tensor",
     LERP,
     ("1 - w", "w", "y - x"),
     "LerpBackward1",
     args=("x", "y", "w"),
+    saved_names={"self": "x", "end": "y", "weight": "w"},
     variants=NONE,
 )
 pointwise(
@@ -213,6 +228,7 @@ pointwise(
     (None, "where(c, 1, 0)", "where(c, 0, 1)"),
     "WhereBackward0",
     args=("c", "x", "y"),
+    saved_names={"condition": "c"},
     bool_args=("c",),
     variants=(FUNCTION, OUT),
 )
@@ -222,6 +238,7 @@ pointwise(
     ("where(m, 0, 1)", None),
     "MaskedFillBackward0",
     args=("x", "m"),
+    saved_names={"mask": "m"},
     attrs=("v",),
     bool_args=("m",),
     variants=(FUNCTION, METHOD, INPLACE),
@@ -273,6 +290,7 @@ unary(
     "where(x > 0, 1, slope)",
     "LeakyReluBackward0",
     attrs=("slope",),
+    saved_names={"self": "x", "negative_slope": "slope"},
     kinks=(0.0,),
     variants=NONE,
 )
