@@ -616,3 +616,120 @@ def test_saved_attributes_match_torch():
                             % (name, (rx, ry), k, got, value(getattr(theirs, k)))
                         )
     assert not bad, "\n".join(bad)
+
+
+# -- item 5: node names of pointwise overloads ----------------------------------------------------
+
+
+def _name_cases(T):
+    def rg(v):
+        return T.tensor(v, requires_grad=True)
+
+    return {
+        "clamp_T": lambda x, y: T.clamp(x, y, y + 1),
+        "clamp_min_kw_T": lambda x, y: T.clamp(x, min=y),
+        "clamp_max_kw_T": lambda x, y: T.clamp(x, max=y),
+        "clip_T": lambda x, y: T.clip(x, y),
+        "clamp_0d_number": lambda x, y: T.clamp(x, T.tensor(-1.0), 1.0),
+        "clamp_min_T": lambda x, y: T.clamp_min(x, y),
+        "clamp_max_T": lambda x, y: T.clamp_max(x, y),
+        "rsub_T": lambda x, y: T.rsub(x, y),
+        "rsub_s": lambda x, y: T.rsub(x, 2.0),
+        "div_trunc": lambda x, y: T.div(x, y, rounding_mode="trunc"),
+        "div_floor": lambda x, y: T.div(x, y, rounding_mode="floor"),
+        "div_floor_s": lambda x, y: T.div(x, 2.0, rounding_mode="floor"),
+        "round_dec": lambda x, y: T.round(x, decimals=1),
+        "round_dec0": lambda x, y: T.round(x, decimals=0),
+        "round_dec_neg": lambda x, y: T.round(x * 100, decimals=-2),
+        "masked_fill_T": lambda x, y: x.masked_fill(x > 0, T.tensor(5.0)),
+        "masked_fill_T_rg": lambda x, y: x.masked_fill(x > 0, rg(5.0)),
+        "floor_divide": lambda x, y: T.floor_divide(x, y),
+        "pow_T": lambda x, y: x**y,
+        "rpow": lambda x, y: 2**x,
+        "remainder_T": lambda x, y: T.remainder(x, y),
+        "lerp_T": lambda x, y: T.lerp(x, y, y),
+        "where": lambda x, y: T.where(x > 0, x, y),
+    }
+
+
+@needs_torch
+def test_pointwise_node_names_values_and_grads_match_torch():
+    bad = []
+    up = [nan, 1.0, -2.0, inf, 0.5]
+    for name in _name_cases(nbgrad):
+        res = []
+        for T in (nbgrad, torch):
+            x = T.tensor([1.25, -2.5, 3.0, nan, 0.0], dtype=T.float64, requires_grad=True)
+            y = T.tensor([2.0, 1.5, 3.0, 1.0, -1.0], dtype=T.float64, requires_grad=True)
+            try:
+                z = _name_cases(T)[name](x, y)
+                r = [type(z.grad_fn).__name__, z.grad_fn.name(), z.detach().tolist()]
+                try:
+                    z.backward(T.tensor(up, dtype=z.dtype))
+                    r += [None if v.grad is None else v.grad.tolist() for v in (x, y)]
+                except RuntimeError as e:
+                    r.append(str(e))
+            except Exception as e:  # noqa: BLE001
+                r = [type(e).__name__]
+            res.append(r)
+        if not _results_match(*res):
+            bad.append("%s: nbgrad %s\n     torch %s" % (name, *res))
+    assert not bad, "\n".join(bad)
+
+
+def test_clamp_with_tensor_bounds_is_clamp_backward0_with_bound_gradients():
+    x = nbgrad.tensor([0.5, -1.0, 3.0, nan], requires_grad=True)
+    lo = nbgrad.tensor([0.0, 0.0, 0.0, 0.0], requires_grad=True)
+    hi = nbgrad.tensor([1.0, 1.0, 1.0, 1.0], requires_grad=True)
+    z = nbgrad.clamp(x, lo, hi)
+    assert z.grad_fn.name() == "ClampBackward0"
+    z.backward(nbgrad.tensor([1.0, 2.0, 4.0, 8.0]))
+    _same(x.grad.numpy(), [1, 0, 0, 0])
+    _same(lo.grad.numpy(), [0, 2, 0, 0])
+    _same(hi.grad.numpy(), [0, 0, 4, 0])
+    x = nbgrad.tensor([0.5], requires_grad=True)
+    assert nbgrad.clamp_min(x, nbgrad.tensor(0.0)).grad_fn.name() == "ClampMinBackward1"
+    assert nbgrad.clamp(x, nbgrad.tensor(0.0), 1.0).grad_fn.name() == "ClampBackward1"
+    with pytest.raises(TypeError, match="invalid combination of arguments"):
+        nbgrad.clamp(x, nbgrad.tensor([0.0]), 1.0)
+    assert nbgrad.clamp(nbgrad.tensor([1, 5, -3]), 1.5).dtype is nbgrad.float32
+
+
+def test_div_rounding_modes_and_round_decimals_have_zero_gradients():
+    x = nbgrad.tensor([1.25, -2.5], requires_grad=True)
+    y = nbgrad.tensor([2.0, 1.5], requires_grad=True)
+    for mode in ("trunc", "floor"):
+        x.grad = y.grad = None
+        z = nbgrad.div(x, y, rounding_mode=mode)
+        assert z.grad_fn.name() == "DivBackward2"
+        z.backward(nbgrad.tensor([nan, inf]))
+        _same(x.grad.numpy(), [0, 0])
+        _same(y.grad.numpy(), [0, 0])
+    z = nbgrad.round(x, decimals=1)
+    assert z.grad_fn.name() == "RoundBackward1"
+    _same(z.detach().numpy(), np.array([1.2, -2.5], np.float32))
+    _same(
+        nbgrad.round(nbgrad.tensor([150.0, 250.0, -150.0]), decimals=-2).numpy(), [200, 200, -200]
+    )
+    with pytest.raises(NotImplementedError, match="round_cpu"):
+        nbgrad.round(nbgrad.tensor([1, 2]), decimals=1)
+    assert nbgrad.round(x).grad_fn.name() == "RoundBackward0"
+
+
+def test_masked_fill_with_a_tensor_value_gives_it_a_gradient():
+    x = nbgrad.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    v = nbgrad.tensor(5.0, requires_grad=True)
+    z = x.masked_fill(x > 0, v)
+    assert z.grad_fn.name() == "MaskedFillBackward1"
+    z.backward(nbgrad.tensor([nan, nan, 2.0]))
+    _same(x.grad.numpy(), [0, nan, 0])
+    assert v.grad.shape == () and math.isnan(v.grad.item())
+
+
+def test_floor_divide_records_a_node_whose_backward_raises():
+    x = nbgrad.tensor([1.5, -2.5], requires_grad=True)
+    z = nbgrad.floor_divide(x, 2.0)
+    assert type(z.grad_fn).__name__ == "NotImplemented"
+    assert z.grad_fn.name() == "torch::autograd::NotImplemented"
+    with pytest.raises(RuntimeError, match="derivative for aten::floor_divide is not implemented"):
+        z.sum().backward()

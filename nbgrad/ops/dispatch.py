@@ -81,8 +81,9 @@ def _kernel(op, cd, with_attrs):
     return k
 
 
-def pointwise(op, inputs, attrs=()):
-    """The general path: any number of Tensor / scalar arguments, scalar attributes."""
+def pointwise(op, inputs, attrs=(), contiguous=False):
+    """The general path: any number of Tensor / scalar arguments, scalar attributes;
+    ``contiguous``: a C-contiguous result whatever the inputs' layout (masked_fill)."""
     dt = pointwise_dtype(op, inputs)
     cd = _dt.float32 if dt is _dt.float16 else dt
     npd = cd.np
@@ -108,6 +109,8 @@ def pointwise(op, inputs, attrs=()):
         out = np.asarray(out)
     if out.dtype != dt.np:
         out = out.astype(dt.np)
+    if contiguous and not out.flags.c_contiguous:
+        out = np.ascontiguousarray(out)
     if rg and STATE.enabled and op.differentiable and dt.is_inexact:
         t = op.record(out, inputs, attrs=(attrs, cd.name))
     else:

@@ -19,7 +19,12 @@ ALL = (FUNCTION, METHOD, INPLACE, OUT)
 NONE = ()  # an overload: reached through its base op's public function
 
 
-def pointwise(name, formula, partials, node, args=("x",), variants=ALL, **kw):
+# Overloads declared here but not (yet) in REGISTRY: every registry op needs a row in
+# testing/op_db.py, which these do not have yet; tests/test_trust_pointwise.py covers them.
+UNLISTED = {}
+
+
+def pointwise(name, formula, partials, node, args=("x",), variants=ALL, listed=True, **kw):
     op = OpDef(
         name,
         "pointwise",
@@ -31,6 +36,9 @@ def pointwise(name, formula, partials, node, args=("x",), variants=ALL, **kw):
         **kw,
     )
     op.vjp = vjp_of(op)
+    if not listed:
+        UNLISTED[name] = op
+        return op
     return register(op)
 
 
@@ -99,6 +107,16 @@ unary("erf", "erf(x)", "1.1283791670955126 * exp(-x * x)", "ErfBackward0", rule=
 unary("floor", "floor(x)", "0", "FloorBackward0", numpy=np.floor, kinks="int")
 unary("ceil", "ceil(x)", "0", "CeilBackward0", numpy=np.ceil, kinks="int")
 unary("round", "rint(x)", "0", "RoundBackward0", numpy=np.rint, kinks="half")
+# round(decimals=d): PyTorch's nearbyint(x * 10^d) / 10^d, or nearbyint(x / 10^-d) * 10^-d (neg)
+unary(
+    "round.decimals",
+    "where(neg, rint(x / t) * t, rint(x * t) / t)",
+    "0",
+    "RoundBackward1",
+    attrs=("t", "neg"),
+    variants=NONE,
+    listed=False,
+)
 unary("trunc", "trunc(x)", "0", "TruncBackward0", numpy=np.trunc, kinks="int")
 # scalar attributes: the exponent p, the base c, clamp bounds lo/hi, masked_fill's value v
 unary(
@@ -149,10 +167,54 @@ unary(
     attrs=("hi",),
     saved_names={"self": "x", "max": "hi"},
 )
+# tensor bounds (clamp.Tensor): the same maths; the bounds get PyTorch's
+# clamp_backward_min_max gradients
+CLAMP_NAMES = {"self": "x", "min": "lo", "max": "hi"}
+CLAMP_MIN = "where(lo != lo, lo, where(x < lo, lo, x))"
+CLAMP_MAX = "where(hi != hi, hi, where(hi < x, hi, x))"
+pointwise(
+    "clamp.Tensor",
+    CLAMP,
+    (
+        "where((x >= lo) & (x <= hi), 1, 0)",
+        "where((x < lo) & (lo < hi), 1, 0)",
+        "where((x > hi) | (hi < lo), 1, 0)",
+    ),
+    "ClampBackward0",
+    args=("x", "lo", "hi"),
+    variants=NONE,
+    saved_names=CLAMP_NAMES,
+    listed=False,
+)
+for _suffix, _node in (("", "ClampBackward0"), ("_min.Tensor", "ClampMinBackward1")):
+    pointwise(
+        "clamp.Tensor_min" if not _suffix else "clamp" + _suffix,
+        CLAMP_MIN,
+        ("where(x >= lo, 1, 0)", "where(x < lo, 1, 0)"),
+        _node,
+        args=("x", "lo"),
+        variants=NONE,
+        saved_names=CLAMP_NAMES,
+        listed=False,
+    )
+for _suffix, _node in (("", "ClampBackward0"), ("_max.Tensor", "ClampMaxBackward1")):
+    pointwise(
+        "clamp.Tensor_max" if not _suffix else "clamp" + _suffix,
+        CLAMP_MAX,
+        ("where(x <= hi, 1, 0)", "where(x > hi, 1, 0)"),
+        _node,
+        args=("x", "hi"),
+        variants=NONE,
+        saved_names=CLAMP_NAMES,
+        listed=False,
+    )
 
 binary("add", "x + y", "1", "1", "AddBackward0", numpy=np.add)
 binary("sub", "x - y", "1", "-1", "SubBackward0", numpy=np.subtract, aliases=("subtract",))
 binary("rsub", "y - x", "-1", "1", "RsubBackward1", variants=(FUNCTION,))
+binary(
+    "rsub.Tensor", "y - x", "-1", "1", "RsubBackward0", variants=NONE, listed=False
+)  # rsub(x, tensor)
 binary("mul", "x * y", "y", "x", "MulBackward0", numpy=np.multiply, aliases=("multiply",))
 binary(
     "div",
@@ -164,6 +226,27 @@ binary(
     rule="float",
     domain_y=(0.5, 3),
     aliases=("divide", "true_divide"),
+)
+# div(rounding_mode=...): a step function, zero gradient (zeros, whatever the gradient holds)
+binary(
+    "div.floor",
+    "floor(x / y)",
+    "0",
+    "0",
+    "DivBackward2",
+    numpy=np.floor_divide,
+    variants=NONE,
+    listed=False,
+)
+binary(
+    "div.trunc",
+    "trunc(x / y)",
+    "0",
+    "0",
+    "DivBackward2",
+    numpy=lambda a, b: np.trunc(np.true_divide(a, b)),  # a true division, then trunc
+    variants=NONE,
+    listed=False,
 )
 binary(
     "pow.Tensor",
@@ -242,6 +325,17 @@ pointwise(
     attrs=("v",),
     bool_args=("m",),
     variants=(FUNCTION, METHOD, INPLACE),
+)
+pointwise(  # masked_fill with a 0-d tensor value: the value gets the masked gradient's sum
+    "masked_fill.Tensor",
+    "where(m, v, x)",
+    ("where(m, 0, 1)", None, "where(m, 1, 0)"),
+    "MaskedFillBackward1",
+    args=("x", "m", "v"),
+    bool_args=("m",),
+    variants=NONE,
+    saved_names={"mask": "m"},
+    listed=False,
 )
 
 # activations behind nn.functional (their public functions are F.gelu, F.silu, ...)
