@@ -733,3 +733,61 @@ def test_floor_divide_records_a_node_whose_backward_raises():
     assert z.grad_fn.name() == "torch::autograd::NotImplemented"
     with pytest.raises(RuntimeError, match="derivative for aten::floor_divide is not implemented"):
         z.sum().backward()
+
+
+# -- item 6: elementwise results keep PyTorch's memory layout -------------------------------------
+
+
+def test_first_operand_layout_wins_a_conflict():
+    a = nbgrad.arange(24.0).reshape(2, 3, 4)
+    t = a.transpose(0, 2)
+    assert (t + t.contiguous()).stride() == (1, 4, 12)  # PyTorch: the first operand decides
+    assert (t.contiguous() + t).stride() == (6, 2, 1)
+    _same((t + t.contiguous()).numpy(), 2 * t.numpy())
+    assert nbgrad.where(t > 3, t, t.contiguous()).stride() == (1, 4, 12)
+    assert a.mT.masked_fill(a.mT > 3, 0.0).stride() == (12, 3, 1)  # masked_fill: contiguous
+    assert a.mT.exp().stride() == (12, 1, 4)
+
+
+def _layout_views(T, rng):
+    """(name, tensor) pairs of one shape, each a different memory layout of the same values."""
+    base = T.tensor(rng.standard_normal((3, 4, 5)))
+    return [
+        ("c", base),
+        ("t02", base.permute(2, 1, 0).contiguous().permute(2, 1, 0)),
+        ("p120", base.permute(1, 2, 0).contiguous().permute(2, 0, 1)),
+        ("f", base.permute(2, 1, 0).contiguous().permute(2, 1, 0)),
+        ("slice", T.tensor(rng.standard_normal((3, 8, 5)))[:, ::2]),
+        ("exp1", base[:, :1].expand(3, 4, 5)),
+    ]
+
+
+@needs_torch
+def test_elementwise_strides_match_torch():
+    bad = []
+    ops = {
+        "add": lambda T, a, b: a + b,
+        "mul": lambda T, a, b: a * b,
+        "sub_scalar": lambda T, a, b: a - 2.0,
+        "exp": lambda T, a, b: a.exp(),
+        "maximum": lambda T, a, b: T.maximum(a, b),
+        "where": lambda T, a, b: T.where(a > 0, a, b),
+        "where_cond_b": lambda T, a, b: T.where(b > 0, a, b),
+        "lerp_T": lambda T, a, b: T.lerp(a, b, b),
+        "clamp_T": lambda T, a, b: T.clamp(a, b, b + 1),
+        "clamp": lambda T, a, b: a.clamp(-0.5, 0.5),
+        "pow_T": lambda T, a, b: a.abs() ** b,
+        "masked_fill": lambda T, a, b: a.masked_fill(b > 0, 1.0),
+        "bcast_row": lambda T, a, b: a + b[0, 0],
+    }
+    for name, f in ops.items():
+        for i in range(6):
+            for j in range(6):
+                res = []
+                for T in (nbgrad, torch):
+                    views = _layout_views(T, np.random.default_rng(7))
+                    (na, a), (nb, b) = views[i], views[j]
+                    res.append(f(T, a, b).stride())
+                if res[0] != res[1]:
+                    bad.append("%s(%s, %s): nbgrad %s torch %s" % (name, na, nb, *res))
+    assert not bad, "\n".join(bad)
