@@ -791,3 +791,198 @@ def test_elementwise_strides_match_torch():
                 if res[0] != res[1]:
                     bad.append("%s(%s, %s): nbgrad %s torch %s" % (name, na, nb, *res))
     assert not bad, "\n".join(bad)
+
+
+# -- item 7: complex forward and backward ---------------------------------------------------------
+
+ZX = [1 + 2j, -0.5 + 0.25j, 2 - 1j]
+ZY = [0.5 - 1j, 1 + 1j, -2 + 0.5j]
+
+
+def test_complex_mul_backward_conjugates():
+    """PyTorch's convention: the gradient of a holomorphic f is g * conj(f'(z))."""
+    x = nbgrad.tensor(ZX, dtype=nbgrad.complex128, requires_grad=True)
+    (x * x).backward(nbgrad.ones(3, dtype=nbgrad.complex128))
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.conj(np.array(ZX)), rtol=1e-15)
+    x = nbgrad.tensor(ZX, dtype=nbgrad.complex128, requires_grad=True)
+    (x**2).sum().backward(nbgrad.tensor(1 + 0j, dtype=nbgrad.complex128))
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.conj(np.array(ZX)), rtol=1e-15)
+
+
+def test_real_to_complex_backward_takes_the_real_part():
+    x = nbgrad.tensor([1.0, 2.0], requires_grad=True)
+    z = x.to(nbgrad.complex64)
+    (z * (1 + 1j)).abs().sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2**0.5, 2**0.5], rtol=1e-6)
+    assert x.grad.dtype is nbgrad.float32
+    x = nbgrad.tensor([1.0, 2.0], requires_grad=True)
+    (x * nbgrad.tensor([1j, 1 + 1j])).abs().sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1, 2**0.5], rtol=1e-6)
+    assert x.grad.dtype is nbgrad.float32
+
+
+def test_complex_abs_is_real():
+    x = nbgrad.tensor(ZX, requires_grad=True)
+    y = x.abs()
+    assert y.dtype is nbgrad.float32 and y.grad_fn.name() == "AbsBackward0"
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.array(ZX) / np.abs(ZX), rtol=1e-6)
+
+
+def _complex_unary(T):
+    return {
+        "neg": lambda x: -x,
+        "exp": T.exp,
+        "exp2": T.exp2,
+        "log": T.log,
+        "log2": T.log2,
+        "log1p": T.log1p,
+        "expm1": T.expm1,
+        "sqrt": T.sqrt,
+        "rsqrt": T.rsqrt,
+        "sin": T.sin,
+        "cos": T.cos,
+        "tan": T.tan,
+        "tanh": T.tanh,
+        "sigmoid": T.sigmoid,
+        "reciprocal": T.reciprocal,
+        "square": T.square,
+        "pow": lambda x: x**2.5,
+        "pow_int": lambda x: x**3,
+        "rpow": lambda x: 2**x,
+        "abs": T.abs,
+        "mul_scalar": lambda x: x * 2,
+        "mul_imag": lambda x: x * 1j,
+        "div_scalar": lambda x: x / (1 - 2j),
+        "rsub": lambda x: 2 - x,
+        "lerp": lambda x: T.lerp(x, x * x, 0.3),
+        "masked_fill": lambda x: x.masked_fill(x.abs() > 1, 2.0),
+        "sum": lambda x: x.sum(),
+        "sum0": lambda x: x.sum(0),
+        "mean": lambda x: x.mean(),
+        "prod": lambda x: x.prod(),
+        "cumsum": lambda x: x.cumsum(0),
+        "var": lambda x: x.var(),
+        "std": lambda x: x.std(),
+        "norm": lambda x: x.norm(),
+        "to_c128": lambda x: x.to(T.complex128),
+    }
+
+
+def _complex_binary(T):
+    return {
+        "b_add": lambda x, y: x + y,
+        "b_sub": lambda x, y: x - y,
+        "b_mul": lambda x, y: x * y,
+        "b_div": lambda x, y: x / y,
+        "b_pow": lambda x, y: x**y,
+        "b_where": lambda x, y: T.where(x.abs() > 1, x, y),
+        "b_lerp_T": lambda x, y: T.lerp(x, y, y),
+    }
+
+
+def _cplx_run(T, f, args, dtype):
+    xs = [T.tensor(a, dtype=getattr(T, dtype), requires_grad=True) for a in args]
+    z = f(*xs)
+    loss = (z.abs() ** 2).sum() if z.is_complex() else z.sum()
+    loss.backward()
+    return [str(z.dtype).split(".")[-1], z.detach().numpy()] + [x.grad.numpy() for x in xs]
+
+
+def _cplx_close(a, b, rtol):
+    if isinstance(a, str):
+        return a == b
+    return np.allclose(a, b, rtol=rtol, atol=rtol, equal_nan=True)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_values_and_gradients_match_torch(dtype):
+    rtol = 1e-5 if dtype == "complex64" else 1e-12
+    bad = []
+    cases = [(n, f, [ZX]) for n, f in _complex_unary(nbgrad).items()]
+    cases += [(n, f, [ZX, ZY]) for n, f in _complex_binary(nbgrad).items()]
+    theirs = {**_complex_unary(torch), **_complex_binary(torch)}
+    for name, f, args in cases:
+        try:
+            ours = _cplx_run(nbgrad, f, args, dtype)
+        except Exception as e:  # noqa: BLE001
+            bad.append("%s: nbgrad raised %s: %s" % (name, type(e).__name__, e))
+            continue
+        ref = _cplx_run(torch, theirs[name], args, dtype)
+        if len(ours) != len(ref) or not all(_cplx_close(a, b, rtol) for a, b in zip(ours, ref)):
+            bad.append("%s:\n  nbgrad %s\n  torch  %s" % (name, ours, ref))
+    assert not bad, "\n".join(bad)
+
+
+@needs_torch
+def test_complex_create_graph_and_forward_mode_match_torch():
+    import torch.autograd.forward_ad as tfw
+
+    for name in ("b_mul", "b_div", "b_pow"):
+        res = []
+        for T in (nbgrad, torch):
+            x = T.tensor(ZX, dtype=T.complex128, requires_grad=True)
+            y = T.tensor(ZY, dtype=T.complex128, requires_grad=True)
+            z = _complex_binary(T)[name](x, y)
+            (gx,) = T.autograd.grad(z.abs().pow(2).sum(), x, create_graph=True)
+            (ggy,) = T.autograd.grad(gx.abs().pow(2).sum(), y)
+            res.append((gx.detach().numpy(), ggy.numpy()))
+        for a, b in zip(*res):
+            np.testing.assert_allclose(a, b, rtol=1e-12, err_msg=name)
+    for name in ("exp", "pow", "sigmoid", "mul_imag"):
+        res = []
+        for T, fw in ((nbgrad, fwAD), (torch, tfw)):
+            with fw.dual_level():
+                x = fw.make_dual(T.tensor(ZX, dtype=T.complex128), T.tensor(ZY, dtype=T.complex128))
+                res.append(fw.unpack_dual(_complex_unary(T)[name](x)).tangent.numpy())
+        np.testing.assert_allclose(res[0], res[1], rtol=1e-12, err_msg=name)
+
+
+def _complex_errors(T):
+    F_ = T.nn.functional
+    c = T.tensor(ZY)
+    return {
+        "relu": T.relu,
+        "clamp": lambda x: x.clamp(0, 1),
+        "clamp_min": lambda x: x.clamp_min(0),
+        "clamp_T": lambda x: x.clamp(c, c),
+        "sign": T.sign,
+        "floor": T.floor,
+        "ceil": T.ceil,
+        "round": T.round,
+        "round_dec": lambda x: T.round(x, decimals=1),
+        "trunc": T.trunc,
+        "maximum": lambda x: T.maximum(x, c),
+        "minimum": lambda x: T.minimum(x, c),
+        "remainder": lambda x: T.remainder(x, 2),
+        "erf": T.erf,
+        "leaky_relu": lambda x: F_.leaky_relu(x, 0.1),
+        "softplus": F_.softplus,
+        "gelu": F_.gelu,
+        "div_floor": lambda x: T.div(x, c, rounding_mode="floor"),
+        "div_trunc": lambda x: T.div(x, c, rounding_mode="trunc"),
+        "floor_divide": lambda x: T.floor_divide(x, c),
+        "max": lambda x: x.max(),
+        "amax": lambda x: x.amax(),
+        "max0": lambda x: x.max(0),
+        "argmax": lambda x: x.argmax(),
+        "softmax": lambda x: x.softmax(0),
+    }
+
+
+@needs_torch
+def test_complex_ops_pytorch_rejects_raise_its_error():
+    bad = []
+    for name in _complex_errors(nbgrad):
+        res = []
+        for T in (nbgrad, torch):
+            x = T.tensor(ZX, requires_grad=True)
+            try:
+                _complex_errors(T)[name](x)
+                res.append(None)
+            except Exception as e:  # noqa: BLE001
+                res.append((type(e).__name__, str(e)))
+        if res[0] != res[1]:
+            bad.append("%s: nbgrad %s torch %s" % (name, *res))
+    assert not bad, "\n".join(bad)

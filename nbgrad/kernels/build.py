@@ -60,9 +60,34 @@ NP_TYPES = {
 
 
 class _TypedConstants(ast.NodeTransformer):
+    """Numeric literal ``c`` -> ``T(c)``; inside a comparison of a complex kernel ``R(c)``, the
+    real type (complex numbers do not order: ``fabs(w) < 0.5`` compares reals)."""
+
+    def __init__(self, real_in_compare=False):
+        self.real_in_compare = real_in_compare
+        self.name = "T"
+
+    def visit_Compare(self, node):
+        if not self.real_in_compare:
+            return self.generic_visit(node)
+        self.name = "R"
+        try:
+            return self.generic_visit(node)
+        finally:
+            self.name = "T"
+
+    def visit_Call(self, node):  # a where() inside a comparison computes values again
+        if self.name == "R" and isinstance(node.func, ast.Name) and node.func.id == "where":
+            self.name = "T"
+            try:
+                return self.generic_visit(node)
+            finally:
+                self.name = "R"
+        return self.generic_visit(node)
+
     def visit_Constant(self, node):
         if isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-            return ast.Call(func=ast.Name(id="T", ctx=ast.Load()), args=[node], keywords=[])
+            return ast.Call(func=ast.Name(id=self.name, ctx=ast.Load()), args=[node], keywords=[])
         return node
 
 
@@ -160,15 +185,17 @@ def names_in(expr):
     return {n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)}
 
 
-def typed_expr(expr):
-    """``expr`` with every numeric literal ``c`` written ``T(c)`` (``T``: the kernel dtype)."""
-    tree = _TypedConstants().visit(ast.parse(expr, mode="eval"))
+def typed_expr(expr, complex_=False):
+    """``expr`` with every numeric literal ``c`` written ``T(c)`` (``T``: the kernel dtype; in
+    a comparison of a complex kernel ``R(c)``, its real type)."""
+    tree = _TypedConstants(complex_).visit(ast.parse(expr, mode="eval"))
     return ast.unparse(ast.fix_missing_locations(tree))
 
 
 def kernel_source(params, expr, dtype, param_types, cuda=False):
     """Source of a module defining ``k`` (CPU ufunc) or ``f``/``k`` (CUDA device fn + kernel)."""
-    body = typed_expr(select_form(expr))
+    cplx = dtype.startswith("complex")
+    body = typed_expr(select_form(expr), cplx)
     sig_args = ", ".join(NUMBA_TYPES[param_types.get(p, dtype)] for p in params)
     plist = ", ".join(params)
     lines = [
@@ -177,6 +204,10 @@ def kernel_source(params, expr, dtype, param_types, cuda=False):
         "from nbgrad.kernels.%s.scalar import *" % _BINDING[cuda][0],
         "from numba import cuda" if cuda else "from numba import njit, vectorize",
         "T = %s" % NP_TYPES[dtype],
+    ]
+    if cplx:
+        lines.append("R = %s" % NP_TYPES["float32" if dtype == "complex64" else "float64"])
+    lines += [
         "",
     ]
     if not cuda:

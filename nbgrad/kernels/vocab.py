@@ -32,6 +32,8 @@ VOCAB = (
     "isnan",
     "maximum",
     "minimum",
+    "conj",
+    "real",
 )
 
 __all__ = list(VOCAB) + ["VOCAB", "rebind"]
@@ -85,6 +87,14 @@ def sign(x):  # sign(nan) is 0 (PyTorch), and sign(-0.0) is +0.0
 
 def rsqrt(x):
     return 1 / sqrt(x)
+
+
+def conj(x):  # complex conjugate; the identity on real numbers
+    return x.conjugate()
+
+
+def real(x):
+    return x.real
 
 
 def maximum(a, b):  # NaN-propagating, like numpy and PyTorch

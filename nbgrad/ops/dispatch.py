@@ -120,11 +120,22 @@ def pointwise_dtype(op, inputs):
     return dt
 
 
+def complex_check(op, dt):
+    """PyTorch's error for an op it does not implement for complex ``dt`` (hint
+    ``complex_error``: exception type and message, ``%s`` the dtype's legacy name)."""
+    err = op.hints.get("complex_error")
+    if err is not None and dt.is_complex:
+        exc, msg = err
+        raise exc(msg % dt._legacy if "%s" in msg else msg)
+
+
 def _kernel(op, cd, with_attrs):
-    """The forward kernel of ``op`` for compute dtype ``cd`` (one dict lookup when warm)."""
+    """The forward kernel of ``op`` for compute dtype ``cd`` (one dict lookup when warm; a
+    complex dtype the op rejects never gets an entry, so it raises on every call)."""
     key = (cd, with_attrs)
     k = op._cache.get(key)
     if k is None:
+        complex_check(op, cd)
         if op.numpy is not None and not with_attrs:
             k = op.numpy
         else:
@@ -161,6 +172,8 @@ def pointwise(op, inputs, attrs=(), contiguous=False):
         raise broadcast_error(inputs) from None
     if type(out) is not np.ndarray:
         out = np.asarray(out)
+    if op.rule == "real" and dt.is_complex:  # abs of a complex tensor is real
+        dt = dt.to_real()
     if out.dtype != dt.np:
         out = out.astype(dt.np)
     if contiguous:

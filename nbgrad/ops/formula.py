@@ -5,6 +5,8 @@ backward of ``vjp_of``, the forward-mode JVP, the kernel plans the CUDA launcher
 vocabulary bound to differentiable nbgrad functions that the last three evaluate partials with.
 """
 
+import ast
+
 import numpy as np
 
 from .. import _flags, dtypes as _dt, grad_mode
@@ -99,43 +101,94 @@ def tensor_namespace():
 # Per-partial plans, built once per op
 
 
+def conj_form(partial):
+    """``partial`` conjugated for a complex backward, ``g * conj(d)`` (PyTorch's convention for
+    holomorphic ops): ``conj`` goes inside ``where`` branches so the select form still selects,
+    and numbers stay as they are."""
+
+    def conj(node):
+        if isinstance(node, ast.Constant):
+            return node
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "where"
+            and len(node.args) == 3
+        ):
+            return ast.Call(node.func, [node.args[0], conj(node.args[1]), conj(node.args[2])], [])
+        return ast.Call(ast.Name("conj", ast.Load()), [node], [])
+
+    tree = ast.Expression(conj(ast.parse(partial, mode="eval").body))
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
 class _Partial:
     """One partial derivative ``d`` of a pointwise op, prepared for the backward: the fused
     kernel ``g * (d)`` (its tag, parameters, kernels per compute dtype), the constant ``d`` is
     when it is a number (then no kernel runs), and ``g * (d)`` compiled for differentiable
     evaluation.  ``g * (d)`` is always evaluated in its select form (kernels/build.py, NOTE
     [select, never multiply by a mask]): ``g * where(c, 1, 0)`` is ``where(c, g, 0)`` and
-    ``g * 0`` is ``0``, so a NaN/Inf gradient never leaks through a zero partial."""
+    ``g * 0`` is ``0``, so a NaN/Inf gradient never leaks through a zero partial.
 
-    __slots__ = ("code", "const", "expr", "kernels", "param_types", "params", "tag")
+    A partial that uses ``g`` is the whole backward expression (``conj(g)``).  Complex compute
+    dtypes use ``g * conj(d)``, or the op's ``complex_partials`` (non-holomorphic ops: abs)."""
+
+    __slots__ = (
+        "ccode",
+        "cexpr",
+        "code",
+        "const",
+        "cparams",
+        "expr",
+        "kernels",
+        "param_types",
+        "params",
+        "tag",
+    )
 
     def __init__(self, op, i, partial, tag="vjp"):
         known = op.args + ("out",) + op.attrs
         used = names_in(partial)
         self.tag = "%s_%s%d" % (op.name, tag, i)
         self.params = ("g",) + tuple(n for n in known if n in used)
-        self.expr = "g * (%s)" % partial
+        explicit = "g" in used
+        self.expr = partial if explicit else "g * (%s)" % partial
         self.param_types = {n: "bool" for n in op.bool_args}
         self.code = compile(select_form(self.expr), "<%s partial %d>" % (op.name, i), "eval")
         # a number ("1", "-1", "0") needs no kernel: the gradient is passed on, scaled, or
         # replaced by zeros (never multiplied by 0: NaN * 0 is NaN)
         self.const = None if used else float(eval(compile(partial, "", "eval"), {}))
+        own = op.hints.get("complex_partials")
+        if own is not None and own[i] is not None:
+            cpartial = own[i]
+            self.cexpr = cpartial if "g" in names_in(cpartial) else "g * (%s)" % cpartial
+        else:
+            self.cexpr = self.expr if explicit else "g * (%s)" % conj_form(partial)
+        cused = names_in(self.cexpr)
+        self.cparams = ("g",) + tuple(n for n in known if n in cused)
+        self.ccode = compile(select_form(self.cexpr), "<%s cpartial %d>" % (op.name, i), "eval")
         self.kernels = {}  # compute dtype name -> the fused ufunc
 
     def kernel(self, dtype):
+        """The fused ufunc for compute dtype ``dtype``; ``k.params`` is what it takes."""
         k = self.kernels.get(dtype)
         if k is None:
-            k = self.kernels[dtype] = cpu_kernel(
-                self.tag, self.params, self.expr, dtype, self.param_types
+            if dtype.startswith("complex"):
+                tag, params, expr = self.tag + "_c", self.cparams, self.cexpr
+            else:
+                tag, params, expr = self.tag, self.params, self.expr
+            k = self.kernels[dtype] = (
+                cpu_kernel(tag, params, expr, dtype, self.param_types),
+                params,
             )
         return k
 
-    def evaluate(self, ns, g):
+    def evaluate(self, ns, g, complex_=False):
         """``g * (d)`` (select form) over the nbgrad values in ``ns``: a Tensor, never a number
         (a constant zero partial gives zeros shaped like ``g``; ``where(False, g, 0)`` when ``g``
         is in a graph, so second derivatives through it are 0, not an error)."""
         ns["g"] = g
-        r = eval(self.code, ns)
+        r = eval(self.ccode if complex_ else self.code, ns)
         if isinstance(r, Tensor):
             return r
         r = _make(np.full(g._data.shape, r, g._data.dtype))
@@ -157,15 +210,17 @@ def partials_of(op):
     return parts
 
 
-def _jvp_formula(op):
-    """The op's own forward-mode formula (hint ``jvp_formula``: an expression over the
-    arguments, the attributes and the tangents ``t_<arg>``, which are 0 where an input has
-    none), used where PyTorch's forward-mode formula is not the backward's partials
-    (maximum/minimum), or None."""
-    code = _JVP_FORMULAS.get(op, False)
+def _jvp_formula(op, complex_=False):
+    """The op's own forward-mode formula (hint ``jvp_formula``, or ``complex_jvp_formula`` for a
+    complex input: an expression over the arguments, the attributes and the tangents
+    ``t_<arg>``, which are 0 where an input has none), used where PyTorch's forward-mode formula
+    is not the backward's partials (maximum/minimum, abs of complex), or None."""
+    key = (op, complex_)
+    code = _JVP_FORMULAS.get(key, False)
     if code is False:
-        f = op.hints.get("jvp_formula")
-        code = _JVP_FORMULAS[op] = (
+        f = op.hints.get("complex_jvp_formula") if complex_ else None
+        f = f or op.hints.get("jvp_formula")
+        code = _JVP_FORMULAS[key] = (
             None if f is None else compile(select_form(f), "<%s jvp>" % op.name, "eval")
         )
     return code
@@ -223,6 +278,7 @@ def pointwise_vjp(op, node, grads):
         npd = _dt._NAMES[cd].np
         garr = g._data if g._data.dtype == npd else g._data.astype(npd)
         values = None
+        cplx = npd.kind == "c"
         for i, part in enumerate(parts):
             if part is None or nf[i][0] is None:
                 out.append(None)
@@ -230,24 +286,29 @@ def pointwise_vjp(op, node, grads):
             const = part.const
             if const is not None:
                 if const == 1.0:
-                    out.append(g)
+                    r = garr
                 elif const == 0.0:
-                    out.append(_make(np.zeros(garr.shape, npd)))
+                    r = np.zeros(garr.shape, npd)
                 else:
-                    out.append(_make(np.asarray(garr * npd.type(const))))
-                continue
-            if values is None:
-                values = {"g": garr}
-                for n, v in zip(op.attrs, attrs):
-                    values[n] = v
-            for n in part.params:
-                if n not in values:  # saved for this input's partial (OpDef.saves_of)
-                    values[n] = node.array(n)
-            k = part.kernels.get(cd)
-            if k is None:
-                k = part.kernel(cd)
-            r = k(*[values[n] for n in part.params])
-            out.append(_make(r if type(r) is np.ndarray else np.asarray(r)))
+                    r = np.asarray(garr * npd.type(const))
+            else:
+                if values is None:
+                    values = {"g": garr}
+                    for n, v in zip(op.attrs, attrs):
+                        values[n] = v
+                kp = part.kernels.get(cd)
+                if kp is None:
+                    kp = part.kernel(cd)
+                k, params = kp
+                for n in params:
+                    if n not in values:  # saved for this input's partial (OpDef.saves_of)
+                        values[n] = node.array(n)
+                r = k(*[values[n] for n in params])
+                if type(r) is not np.ndarray:
+                    r = np.asarray(r)
+            if cplx and not node._in_meta[i][1].is_complex:
+                r = r.real.copy()  # a real input's gradient is the real part (PyTorch)
+            out.append(g if r is g._data else _make(r))
         return tuple(out)
     ns = dict(tensor_namespace())
     ns["where"] = typed_where(g.dtype)  # where(c, 1, 0.5): numbers take the gradient's dtype
@@ -255,11 +316,15 @@ def pointwise_vjp(op, node, grads):
         ns[n] = node.unpack(n)
     for n, v in zip(op.attrs, attrs):
         ns[n] = v
+    cplx = cd.startswith("complex")
     for i, part in enumerate(parts):
         if part is None or nf[i][0] is None:
             out.append(None)
             continue
-        out.append(part.evaluate(ns, g))
+        r = part.evaluate(ns, g, cplx)
+        if r._dtype.is_complex and not node._in_meta[i][1].is_complex:
+            r = _fns().real(r)
+        out.append(r)
     return tuple(out)
 
 
@@ -282,7 +347,9 @@ def pointwise_jvp(op, inputs, attrs, out):
                 ns[n] = v
             total = None
             nd = out.ndim
-            own = _jvp_formula(op)
+            own = _jvp_formula(
+                op, any(isinstance(x, Tensor) and x._dtype.is_complex for x in inputs)
+            )
             for i, t in enumerate(tans):
                 if t is None:
                     if own is not None:

@@ -15,6 +15,14 @@ from .formula import vjp_of
 from .registry import FUNCTION, INPLACE, METHOD, OUT, OpDef, register
 
 LN2 = "0.6931471805599453"
+
+
+def no_complex(msg, exc=NotImplementedError):
+    """Hint: PyTorch does not implement the op for complex dtypes (``%s``: the dtype name)."""
+    return {"complex_error": (exc, msg)}
+
+
+CLAMP_NO_COMPLEX = no_complex("clamp is not supported for complex types")
 ALL = (FUNCTION, METHOD, INPLACE, OUT)
 NONE = ()  # an overload: reached through its base op's public function
 
@@ -97,16 +105,74 @@ unary(
 unary("tanh", "tanh(x)", "1 - out * out", "TanhBackward0", numpy=np.tanh, rule="float")
 unary("sigmoid", "1 / (1 + exp(-x))", "out * (1 - out)", "SigmoidBackward0", rule="float")
 # relu(nan) is nan and relu(-0.0) is -0.0; its backward is threshold_backward: zero where out <= 0
-unary("relu", "where(x < 0, 0, x)", "where(out <= 0, 0, 1)", "ReluBackward0", kinks=(0.0,))
 unary(
-    "abs", "fabs(x)", "sign(x)", "AbsBackward0", numpy=np.abs, kinks=(0.0,), aliases=("absolute",)
+    "relu",
+    "where(x < 0, 0, x)",
+    "where(out <= 0, 0, 1)",
+    "ReluBackward0",
+    kinks=(0.0,),
+    **CLAMP_NO_COMPLEX,
 )
-unary("sign", "sign(x)", "0", "SignBackward0", kinks=(0.0,))  # sign(nan) is 0, not numpy's nan
+# abs of a complex tensor is real; its gradient is g * sgn(z) (no conjugate: not holomorphic)
+unary(
+    "abs",
+    "fabs(x)",
+    "sign(x)",
+    "AbsBackward0",
+    numpy=np.abs,
+    kinks=(0.0,),
+    aliases=("absolute",),
+    rule="real",
+    complex_partials=("where(x == 0, 0, x / fabs(x))",),
+    complex_jvp_formula="real(conj(t_x) * where(x == 0, 0, x / fabs(x)))",
+)
+unary(  # sign(nan) is 0, not numpy's nan
+    "sign",
+    "sign(x)",
+    "0",
+    "SignBackward0",
+    kinks=(0.0,),
+    **no_complex(
+        "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+        "torch.sgn instead."
+    ),
+)
 unary("reciprocal", "1 / x", "-out * out", "ReciprocalBackward0", rule="float", domain=(0.5, 3))
-unary("erf", "erf(x)", "1.1283791670955126 * exp(-x * x)", "ErfBackward0", rule="float")
-unary("floor", "floor(x)", "0", "FloorBackward0", numpy=np.floor, kinks="int")
-unary("ceil", "ceil(x)", "0", "CeilBackward0", numpy=np.ceil, kinks="int")
-unary("round", "rint(x)", "0", "RoundBackward0", numpy=np.rint, kinks="half")
+unary(
+    "erf",
+    "erf(x)",
+    "1.1283791670955126 * exp(-x * x)",
+    "ErfBackward0",
+    rule="float",
+    **no_complex("\"erf_vml_cpu\" not implemented for '%s'"),
+)
+unary(
+    "floor",
+    "floor(x)",
+    "0",
+    "FloorBackward0",
+    numpy=np.floor,
+    kinks="int",
+    **no_complex("floor is not supported for complex inputs"),
+)
+unary(
+    "ceil",
+    "ceil(x)",
+    "0",
+    "CeilBackward0",
+    numpy=np.ceil,
+    kinks="int",
+    **no_complex("ceil is not supported for complex inputs"),
+)
+unary(
+    "round",
+    "rint(x)",
+    "0",
+    "RoundBackward0",
+    numpy=np.rint,
+    kinks="half",
+    **no_complex("\"round_vml_cpu\" not implemented for '%s'"),
+)
 # round(decimals=d): PyTorch's nearbyint(x * 10^d) / 10^d, or nearbyint(x / 10^-d) * 10^-d (neg)
 unary(
     "round.decimals",
@@ -116,8 +182,17 @@ unary(
     attrs=("t", "neg"),
     variants=NONE,
     listed=False,
+    **no_complex("\"round_cpu\" not implemented for '%s'"),
 )
-unary("trunc", "trunc(x)", "0", "TruncBackward0", numpy=np.trunc, kinks="int")
+unary(
+    "trunc",
+    "trunc(x)",
+    "0",
+    "TruncBackward0",
+    numpy=np.trunc,
+    kinks="int",
+    **no_complex("trunc is not supported for complex inputs"),
+)
 # scalar attributes: the exponent p, the base c, clamp bounds lo/hi, masked_fill's value v
 unary(
     "pow",
@@ -133,6 +208,9 @@ unary(
     "c ** x",
     "where((c == 0) & (x >= 0), 0, out * log(c))",  # pow_backward_exponent: 0, not 0 * -inf
     "PowBackward2",
+    complex_partials=(
+        "where((c == 0) & (x == real(x)) & (real(x) == fabs(real(x))), 0, conj(out * log(c)))",
+    ),
     attrs=("c",),
     rule="float",
     variants=NONE,
@@ -150,6 +228,7 @@ unary(
     attrs=("lo", "hi"),
     saved_names={"self": "x", "min": "lo", "max": "hi"},
     aliases=("clip",),
+    **CLAMP_NO_COMPLEX,
 )
 unary(
     "clamp_min",
@@ -158,6 +237,7 @@ unary(
     "ClampMinBackward0",
     attrs=("lo",),
     saved_names={"self": "x", "min": "lo"},
+    **CLAMP_NO_COMPLEX,
 )
 unary(
     "clamp_max",
@@ -166,6 +246,7 @@ unary(
     "ClampMaxBackward0",
     attrs=("hi",),
     saved_names={"self": "x", "max": "hi"},
+    **CLAMP_NO_COMPLEX,
 )
 # tensor bounds (clamp.Tensor): the same maths; the bounds get PyTorch's
 # clamp_backward_min_max gradients
@@ -185,6 +266,7 @@ pointwise(
     variants=NONE,
     saved_names=CLAMP_NAMES,
     listed=False,
+    **CLAMP_NO_COMPLEX,
 )
 for _suffix, _node in (("", "ClampBackward0"), ("_min.Tensor", "ClampMinBackward1")):
     pointwise(
@@ -196,6 +278,7 @@ for _suffix, _node in (("", "ClampBackward0"), ("_min.Tensor", "ClampMinBackward
         variants=NONE,
         saved_names=CLAMP_NAMES,
         listed=False,
+        **CLAMP_NO_COMPLEX,
     )
 for _suffix, _node in (("", "ClampBackward0"), ("_max.Tensor", "ClampMaxBackward1")):
     pointwise(
@@ -207,6 +290,7 @@ for _suffix, _node in (("", "ClampBackward0"), ("_max.Tensor", "ClampMaxBackward
         variants=NONE,
         saved_names=CLAMP_NAMES,
         listed=False,
+        **CLAMP_NO_COMPLEX,
     )
 
 binary("add", "x + y", "1", "1", "AddBackward0", numpy=np.add)
@@ -237,6 +321,7 @@ binary(
     numpy=np.floor_divide,
     variants=NONE,
     listed=False,
+    **no_complex("\"div_floor_cpu\" not implemented for '%s'"),
 )
 binary(
     "div.trunc",
@@ -247,6 +332,7 @@ binary(
     numpy=lambda a, b: np.trunc(np.true_divide(a, b)),  # a true division, then trunc
     variants=NONE,
     listed=False,
+    **no_complex("\"div_trunc_cpu\" not implemented for '%s'"),
 )
 binary(
     "pow.Tensor",
@@ -254,6 +340,10 @@ binary(
     "where(y == 0, 0, y * x ** (y - 1))",
     "where((x == 0) & (y >= 0), 0, out * log(x))",
     "PowBackward1",
+    complex_partials=(
+        None,
+        "where((x == 0) & (y == real(y)) & (real(y) == fabs(real(y))), 0, conj(out * log(x)))",
+    ),
     saved_names={"self": "x", "exponent": "y", "result": "out"},
     domain=(0.5, 2),
     variants=NONE,
@@ -270,6 +360,7 @@ binary(
     numpy=np.maximum,
     variants=(FUNCTION, METHOD, OUT),
     jvp_formula="t_y + ((x > y) + 0.5 * (x == y)) * (t_x - t_y)",
+    **no_complex("maximum not implemented for complex tensors.", RuntimeError),
 )
 binary(
     "minimum",
@@ -280,14 +371,24 @@ binary(
     numpy=np.minimum,
     variants=(FUNCTION, METHOD, OUT),
     jvp_formula="t_y + ((x < y) + 0.5 * (x == y)) * (t_x - t_y)",
+    **no_complex("minimum not implemented for complex tensors.", RuntimeError),
 )
-unary("remainder", "x - floor(x / y) * y", "1", "RemainderBackward0", attrs=("y",))
+REMAINDER_NO_COMPLEX = no_complex("\"remainder_cpu\" not implemented for '%s'")
+unary(
+    "remainder",
+    "x - floor(x / y) * y",
+    "1",
+    "RemainderBackward0",
+    attrs=("y",),
+    **REMAINDER_NO_COMPLEX,
+)
 binary(
     "remainder.Tensor",
     "x - floor(x / y) * y",
     "1",
     "-floor(x / y)",
     "RemainderBackward1",
+    **REMAINDER_NO_COMPLEX,
     numpy=np.remainder,
     domain_y=(0.5, 3),
     variants=NONE,
@@ -338,6 +439,13 @@ pointwise(  # masked_fill with a 0-d tensor value: the value gets the masked gra
     listed=False,
 )
 
+# internal: differentiable conj and real part for the complex backward (ops/formula.py); a
+# partial that uses g is the whole backward expression
+pointwise("conj", "conj(x)", ("conj(g)",), "ConjPhysicalBackward0", variants=NONE, listed=False)
+pointwise(
+    "real", "real(x)", ("real(g)",), "RealBackward0", variants=NONE, listed=False, rule="real"
+)
+
 # activations behind nn.functional (their public functions are F.gelu, F.silu, ...)
 SQRT1_2 = "0.7071067811865476"  # 1 / sqrt(2)
 INV_SQRT_2PI = "0.3989422804014327"  # 1 / sqrt(2 pi)
@@ -351,6 +459,7 @@ unary(
     "GeluBackward0",
     rule="float",
     variants=NONE,
+    **no_complex("\"GeluKernelImpl\" not implemented for '%s'"),
 )
 unary(
     "gelu.tanh",
@@ -360,6 +469,7 @@ unary(
     "GeluBackward0",
     rule="float",
     variants=NONE,
+    **no_complex("\"GeluKernelImpl\" not implemented for '%s'"),
 )
 unary(
     "silu",
@@ -368,6 +478,10 @@ unary(
     "SiluBackward0",
     rule="float",
     variants=NONE,
+    **no_complex(
+        "silu does not support automatic differentiation for outputs with complex dtype.",
+        RuntimeError,
+    ),
 )
 unary(
     "softplus",
@@ -377,12 +491,14 @@ unary(
     attrs=("beta", "threshold"),
     rule="float",
     variants=NONE,
+    **no_complex("\"softplus_cpu\" not implemented for '%s'"),
 )
 unary(
     "leaky_relu",
     "where(x > 0, x, x * slope)",
     "where(x > 0, 1, slope)",
     "LeakyReluBackward0",
+    **no_complex("\"leaky_relu_cpu\" not implemented for '%s'"),
     attrs=("slope",),
     saved_names={"self": "x", "negative_slope": "slope"},
     kinks=(0.0,),

@@ -116,6 +116,24 @@ def generate(op):
 # -- hand-written: PyTorch signatures with more than the operands ---------------------------
 
 
+@implements("abs")
+def abs(input, *, out=None):  # noqa: A001
+    if out is None and isinstance(input, Tensor) and not input._dtype.is_complex:
+        return unary(R["abs"], input)
+    return write_out(pointwise(R["abs"], (_t(input, "abs"),)), out, "abs")  # complex: real
+
+
+def conj(input):
+    """Differentiable complex conjugate (the identity on real tensors); internal, for the
+    complex backward of ops/formula.py."""
+    return pointwise(U["conj"], (input,)) if input._dtype.is_complex else input
+
+
+def real(input):
+    """Differentiable real part (the identity on real tensors); internal, as ``conj``."""
+    return pointwise(U["real"], (input,)) if input._dtype.is_complex else input
+
+
 @implements("round")
 def round(input, *, decimals=None, out=None):  # noqa: A001
     if decimals is None:
@@ -352,13 +370,16 @@ def masked_fill(input, mask, value):
         arr = np.where(mask._data, value, input._data).astype(input._data.dtype)
         return _make(arr)
     # PyTorch clones the input contiguous, then fills: the result is C-contiguous
-    return pointwise(R["masked_fill"], (input, mask), (float(value),), contiguous=True)
+    value = value if isinstance(value, complex) else float(value)
+    return pointwise(R["masked_fill"], (input, mask), (value,), contiguous=True)
 
 
 @implements("floor_divide")
 def floor_divide(input, other, *, out=None):
     o = _operand(other)
     dt = _dt.result_type(input, o)
+    if dt.is_complex:
+        raise NotImplementedError("\"div_floor_cpu\" not implemented for '%s'" % dt._legacy)
     a = input._data.astype(dt.np, copy=False)
     b = o._data.astype(dt.np, copy=False) if isinstance(o, Tensor) else o
     if not dt.is_inexact and np.any(np.asarray(b) == 0):

@@ -1,8 +1,10 @@
 """Reductions: sum mean prod amax amin max min argmax argmin var std norm logsumexp cumsum all
 any.  Forward: Numba kernels over an (outer, n, inner) layout; backward: nbgrad ops."""
 
+import builtins
 import collections
 import math
+import warnings
 
 import numpy as np
 
@@ -12,7 +14,7 @@ from ..autograd.batching import batched, lead
 from ..creation import zeros
 from ..grad_mode import no_grad
 from ..kernels.cpu import reduce as K
-from .pointwise_fns import abs as _abs, maximum, minimum, sign, where
+from .pointwise_fns import abs as _abs, conj, maximum, minimum, sign, where
 from .registry import FUNCTION, LINEAR, METHOD, OUT, op
 
 FM, FMO = (FUNCTION, METHOD), (FUNCTION, METHOD, OUT)
@@ -91,6 +93,10 @@ def _grad_to(g, shape, dims, keepdim):
 # -- sum / mean --------------------------------------------------------------------------------
 
 
+def _sum_kernel(a):
+    return K.csum_fwd_cpu if a.dtype.kind == "c" else K.sum_fwd_cpu
+
+
 @batched
 def _sum_vjp(node, grads):
     shape, dims, keepdim = node.attrs
@@ -127,7 +133,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
         r, _ = _run(K.isum_fwd_cpu, a.astype(np.int64, copy=False), dims, keepdim, np.int64)
     else:
         a = a.astype(_dt.float32.np if d is _dt.float16 else d.np, copy=False)
-        r, _ = _run(K.sum_fwd_cpu, a, dims, keepdim, a.dtype)
+        r, _ = _run(_sum_kernel(a), a, dims, keepdim, a.dtype)
     if r is None:
         r = np.zeros(out_shape(x._data.shape, dims, keepdim), a.dtype)
     return sum.op.record(
@@ -158,7 +164,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     n = int(np.prod([x._data.shape[d] for d in dims], dtype=np.int64)) if x._data.ndim else 1
     d = _dt.as_dtype(dtype) or x._dtype
     a = _compute_arr(x).astype(_dt.float32.np if d is _dt.float16 else d.np, copy=False)
-    r, _ = _run(K.sum_fwd_cpu, a, dims, keepdim, a.dtype)
+    r, _ = _run(_sum_kernel(a), a, dims, keepdim, a.dtype)
     if r is None:
         r = np.full(out_shape(x._data.shape, dims, keepdim), np.nan, a.dtype)
     else:
@@ -182,9 +188,9 @@ def _prod_vjp(node, grads):
     g = _grad_to(grads[0], shape, dims, keepdim)
     o = _unsqueeze_to(out, shape, dims, keepdim)
     if not np.any(x._data == 0):
-        return (g * o / x,)
+        return (g * conj(o / x),)  # PyTorch: grad * (result / input).conj()
     # zeros present: product of all the other elements, computed directly (first order only)
-    xa = x._data.astype(np.float64)
+    xa = x._data.astype(np.complex128 if x._dtype.is_complex else np.float64)
     others = np.empty_like(xa)
     it = np.nditer(xa, flags=["multi_index"])
     for _ in it:
@@ -194,7 +200,7 @@ def _prod_vjp(node, grads):
         pos = tuple(idx[d] for d in range(xa.ndim) if d in dims)
         block[pos] = 1.0
         others[idx] = block.prod()
-    return (g * _make(others.astype(x._data.dtype)),)
+    return (g * _make(np.conj(others).astype(x._data.dtype)),)
 
 
 @op(
@@ -280,8 +286,18 @@ def _empty_dim_check(x, dim, name, wrapped=False):
             )
 
 
+def _no_complex(x, msg, exc=RuntimeError):
+    if x._dtype.is_complex:
+        raise exc(msg % x._dtype._legacy if "%s" in msg else msg)
+
+
 def _extreme(x, dim, keepdim, take_max, opdef, overload=None, name=None):
-    _empty_dim_check(x, dim, name or ("max" if take_max else "min"))
+    word = "max" if take_max else "min"
+    if name is None:  # max()/min()
+        _no_complex(x, "\"%s_all\" not implemented for '%%s'" % word, NotImplementedError)
+    else:
+        _no_complex(x, "\"%s_values_cpu\" not implemented for '%%s'" % word, NotImplementedError)
+    _empty_dim_check(x, dim, name or word)
     dims = _dims(dim, x._data.ndim)
     a = _compute_arr(x)
     if a.dtype == np.bool_:
@@ -338,6 +354,7 @@ def _select_vjp(node, grads):
 
 def _argext(x, dim, keepdim, take_max):
     name = "argmax" if take_max else "argmin"
+    _no_complex(x, "%s(): does not support complex input" % name)
     _empty_dim_check(x, dim, name, wrapped=True)
     dims = _dims(dim, x._data.ndim)
     a = _compute_arr(x)
@@ -357,6 +374,7 @@ def _max_min(input, dim, keepdim, take_max, other, opdef):
         return _extreme(input, None, False, take_max, opdef, "all")
     nd = input._data.ndim
     d = _wrap_dim(dim, nd)
+    _no_complex(input, "%s(): does not support complex input" % word)
     if nd and input._data.shape[d] == 0:
         raise IndexError("%s(): Expected reduction dim %d to have non-zero size." % (word, d))
     if nd == 0:  # a 0-d tensor is its own max over dim 0 (or -1), index 0
@@ -415,6 +433,7 @@ def min(input, dim=None, keepdim=False, *, other=None):  # noqa: A001
 @op("argmax", "reduction", variants=FM, kernels=CPU)
 def argmax(input, dim=None, keepdim=False):
     if dim is None:
+        _no_complex(input, "argmax(): does not support complex input")
         _empty_dim_check(input, None, "argmax")
         r = _argext(input.reshape(-1), 0, False, True)
         return _make(r.reshape((1,) * input._data.ndim if keepdim else ()))
@@ -424,6 +443,7 @@ def argmax(input, dim=None, keepdim=False):
 @op("argmin", "reduction", variants=FM, kernels=CPU)
 def argmin(input, dim=None, keepdim=False):
     if dim is None:
+        _no_complex(input, "argmin(): does not support complex input")
         _empty_dim_check(input, None, "argmin")
         r = _argext(input.reshape(-1), 0, False, False)
         return _make(r.reshape((1,) * input._data.ndim if keepdim else ()))
@@ -439,26 +459,33 @@ def _correction(unbiased, correction):
     return 1.0 if (unbiased is None or unbiased) else 0.0
 
 
+def _var_backward(g, x, dims, n, c, full):
+    """PyTorch's var_backward: ``2 / (n - c) * g * (x - mean)``; over all elements with no
+    degrees of freedom left, ``g * where(x == mean, nan, inf)``."""
+    mean = x.mean(dim=dims, keepdim=True)
+    if full and n - c <= 0:
+        return g * where(x == mean, math.nan, math.inf)
+    with np.errstate(divide="ignore"):
+        scale = float(np.float64(2.0) / np.float64(n - c))  # inf when n == c, as in C++
+    return scale * g * (x - mean)
+
+
 @batched
 def _var_vjp(node, grads):
-    shape, dims, keepdim, n, c = node.attrs
-    x = node.unpack("x")
+    shape, dims, keepdim, n, c, full = node.attrs
     g = _grad_to(grads[0], shape, dims, keepdim)
-    return (g * 2.0 * (x - x.mean(dim=dims, keepdim=True)) / (n - c),)
+    return (_var_backward(g, node.unpack("x"), dims, n, c, full),)
 
 
 @batched
 def _std_vjp(node, grads):
     """PyTorch's std_backward: ``var_backward(grad / (2 * out))`` with the gradient masked to 0
     where the std is 0 (a constant: 0, not 0/0)."""
-    shape, dims, keepdim, n, c = node.attrs
-    x = node.unpack("x")
+    shape, dims, keepdim, n, c, full = node.attrs
     out = _unsqueeze_to(node.unpack("out"), shape, dims, keepdim)
     g = _grad_to(grads[0], shape, dims, keepdim)
     gv = where(out == 0, 0.0, g / (out * 2))
-    with np.errstate(divide="ignore"):
-        scale = float(np.float64(2.0) / np.float64(n - c))  # inf when n == c, as in C++
-    return (scale * gv * (x - x.mean(dim=dims, keepdim=True)),)
+    return (_var_backward(gv, node.unpack("x"), dims, n, c, full),)
 
 
 def _var_std(x, dim, unbiased, keepdim, correction, take_sqrt, opdef):
@@ -469,16 +496,35 @@ def _var_std(x, dim, unbiased, keepdim, correction, take_sqrt, opdef):
     c = _correction(unbiased, correction)
     dims = _dims(dim, x._data.ndim)
     n = int(np.prod([x._data.shape[d] for d in dims], dtype=np.int64)) if x._data.ndim else 1
+    if n - c <= 0:
+        warnings.warn(
+            "%s(): degrees of freedom is <= 0. Correction should be strictly less than the "
+            "reduction factor (input numel divided by output numel)."
+            % ("std" if take_sqrt else "var"),
+            UserWarning,
+            stacklevel=4,
+        )
     a = _compute_arr(x)
-    r, _ = _run(K.var_fwd_cpu, a, dims, keepdim, a.dtype, c)
-    if r is None:
-        r = np.full(out_shape(x._data.shape, dims, keepdim), np.nan, a.dtype)
+    if a.dtype.kind == "c":  # sum |x - mean|^2 / max(0, n - c): real
+        a1 = a.reshape(1) if a.ndim == 0 else a
+        with np.errstate(all="ignore"):
+            m2 = (np.abs(a1 - a1.mean(axis=dims, keepdims=True)) ** 2).sum(
+                axis=dims, keepdims=keepdim
+            )
+            r = m2 / np.float64(builtins.max(0.0, n - c))
+        r = r.reshape(out_shape(x._data.shape, dims, keepdim)).astype(a.real.dtype)
+    else:
+        r, _ = _run(K.var_fwd_cpu, a, dims, keepdim, a.dtype, c)
+        if r is None:
+            r = np.full(out_shape(x._data.shape, dims, keepdim), np.nan, a.dtype)
     if take_sqrt:
         r = np.sqrt(r)
+    full = dim is None or x._data.ndim == 0
+    odt = x._dtype.to_real() if x._dtype.is_complex else x._dtype
     return opdef.record(
-        np.asarray(r).astype(x._data.dtype, copy=False),
+        np.asarray(r).astype(odt.np, copy=False),
         (x,),
-        attrs=(x._data.shape, dims, keepdim, n, c),
+        attrs=(x._data.shape, dims, keepdim, n, c, full),
     )
 
 
@@ -505,19 +551,34 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 @batched
 def _norm_vjp(node, grads):
+    """PyTorch's norm_backward, branch for branch (its masks select, so a NaN/Inf gradient
+    does not leak where the norm is 0)."""
     shape, dims, keepdim, p = node.attrs
     x = node.unpack("x")
     out = _unsqueeze_to(node.unpack("out"), shape, dims, keepdim)
     g = _grad_to(grads[0], shape, dims, keepdim)
+    if p == 0:
+        return (None,)
+    if p == 1:
+        return (_sgn(x) * g,)
     if p == 2:
         return (g * where(out == 0, 0.0, x / out),)
-    if p == 1:
-        return (g * sign(x),)
-    if math.isinf(p):
-        ax = _abs(x)
-        mask = ax == out
-        return (g * sign(x) * mask / mask.sum(dim=dims, keepdim=True),)
-    return (g * where(out == 0, 0.0, x * _abs(x) ** (p - 2) / out ** (p - 1)),)
+    ax = _abs(x)
+    if math.isinf(p):  # amax(|x|) respecting NaN
+        mask = (ax == out) | ax.isnan()
+        return (_sgn(x) * ((g / mask.sum(dim=dims, keepdim=True)) * mask),)
+    if p < 1:
+        scaled = _sgn(x) * where(x == 0, 0.0, ax ** (p - 1))
+        return (scaled * g * out ** (1 - p),)
+    scaled = _sgn(x) * ax ** (p - 1) if p < 2 else x * ax ** (p - 2)
+    return (scaled * where(out == 0, 0.0, g / out ** (p - 1)),)
+
+
+def _sgn(x):
+    """PyTorch's sgn: sign for real tensors (0 at NaN), x / |x| (0 at 0) for complex."""
+    if x._dtype.is_complex:
+        return where(x == 0, 0.0, x / _abs(x))
+    return sign(x)
 
 
 def _inf_norm_empty_check(x, dim, p):
@@ -591,6 +652,7 @@ def logsumexp(input, dim, keepdim=False):
     x = input
     if not x._dtype.is_inexact:
         x = x.to(_dt._default[0])
+    _no_complex(x, "nbgrad: logsumexp of complex tensors is not supported", NotImplementedError)
     dims = _dims(dim, x._data.ndim)
     a = _compute_arr(x)
     r, _ = _run(K.logsumexp_fwd_cpu, a, dims, keepdim, a.dtype)

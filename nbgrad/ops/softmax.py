@@ -49,8 +49,8 @@ def _softmax(input, dim, dtype, log, opdef):
     x = input
     if dtype is not None:
         x = x.to(dtype)
-    if not x._dtype.is_inexact:
-        raise RuntimeError(
+    if not x._dtype.is_inexact or x._dtype.is_complex:
+        raise NotImplementedError(
             "\"%s_lastdim_kernel_impl\" not implemented for '%s'"
             % ("log_softmax" if log else "softmax", x._dtype._legacy)
         )

@@ -58,5 +58,7 @@ def _rsqrt_typed(x):
 
 
 rsqrt = _rsqrt
+conj = _inline(vocab.conj)
+real = _inline(vocab.real)
 maximum = _inline(vocab.maximum)
 minimum = _inline(vocab.minimum)
