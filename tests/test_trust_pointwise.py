@@ -986,3 +986,24 @@ def test_complex_ops_pytorch_rejects_raise_its_error():
         if res[0] != res[1]:
             bad.append("%s: nbgrad %s torch %s" % (name, *res))
     assert not bad, "\n".join(bad)
+
+
+def test_elementwise_formulas_select_and_agree_with_the_registry_at_nan_and_ties():
+    from nbgrad.kernels.vocab import maximum, sqrt, where
+
+    @nbgrad.elementwise
+    def sqrt_relu(x):
+        return sqrt(where(x > 0, x, 0))
+
+    @nbgrad.elementwise
+    def my_max(a, b):
+        return maximum(a, b)
+
+    _, g = _grad(sqrt_relu, [-1.0, 0.0, 4.0])
+    _same(g, [0, 0, 0.25])  # the where selects: no 0 * inf
+    for fused in (True, False):
+        a = nbgrad.tensor([nan, 1.0, 2.0, 1.0], dtype=nbgrad.float64, requires_grad=True)
+        b = nbgrad.tensor([1.0, nan, 1.0, 1.0], dtype=nbgrad.float64, requires_grad=True)
+        ga, gb = nbgrad.autograd.grad(my_max(a, b).sum(), (a, b), create_graph=not fused)
+        _same(ga.detach().numpy(), [1, 1, 1, 0.5])
+        _same(gb.detach().numpy(), [1, 1, 0, 0.5])
