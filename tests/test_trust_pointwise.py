@@ -1007,3 +1007,122 @@ def test_elementwise_formulas_select_and_agree_with_the_registry_at_nan_and_ties
         ga, gb = nbgrad.autograd.grad(my_max(a, b).sum(), (a, b), create_graph=not fused)
         _same(ga.detach().numpy(), [1, 1, 1, 0.5])
         _same(gb.detach().numpy(), [1, 1, 0, 0.5])
+
+
+# -- more silently wrong values found by the sweeps below -----------------------------------------
+
+
+def test_remainder_by_a_scalar_is_pytorchs_fmod_based_remainder():
+    x = nbgrad.tensor([1.0, 1e20, -1.0, 7.0, inf], dtype=nbgrad.float64)
+    # x - floor(x / y) * y gave -5.6e-17 for 1 % 0.1 and -5551 for 1e20 % 0.1
+    _same((x % 0.1).numpy(), np.remainder(x.numpy(), 0.1))
+    a = nbgrad.tensor([7, -7, 7, -7, 0])
+    _same(nbgrad.remainder(a, 3).numpy(), [1, 2, 1, 2, 0])
+    _same((a % -3).numpy(), [-2, -1, -2, -1, 0])
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        nbgrad.remainder(a, 0)
+    # d/dy of remainder(x, y) is -floor_divide(x, y): NaN for an infinite x (fmod), as PyTorch
+    x = nbgrad.tensor([-inf, 1.0], dtype=nbgrad.float64, requires_grad=True)
+    y = nbgrad.tensor([-2.0, 0.1], dtype=nbgrad.float64, requires_grad=True)
+    nbgrad.remainder(x, y).sum().backward()
+    _same(y.grad.numpy(), [nan, -9.0])
+
+
+def test_pow_by_a_scalar_uses_pytorchs_special_cases():
+    x = nbgrad.tensor([-inf, -0.0, 4.0], dtype=nbgrad.float64, requires_grad=True)
+    _same((x**0.5).detach().numpy(), [nan, -0.0, 2.0])  # sqrt, not C pow (which gives inf)
+    _same((x**-0.5).detach().numpy(), [nan, -inf, 0.5])  # rsqrt
+    (x**0.5).backward(nbgrad.tensor([1.0, inf, 1.0], dtype=nbgrad.float64))
+    _same(x.grad.numpy(), [nan, -inf, 0.25])
+    big = nbgrad.tensor([3037000499, -3], dtype=nbgrad.int64)
+    _same((big**2).numpy(), [3037000499**2, 9])  # integers: exact
+
+
+def test_pow_exponent_gradient_multiplies_its_mask_like_pytorch():
+    # pow_backward_exponent is grad * where(base == 0 & exp >= 0, 0, result * log(base)):
+    # a multiply, so a NaN gradient stays NaN there (the base gradient selects)
+    x = nbgrad.tensor([0.0, 0.0], dtype=nbgrad.float64, requires_grad=True)
+    y = nbgrad.tensor([0.0, 2.0], dtype=nbgrad.float64, requires_grad=True)
+    (x**y).backward(nbgrad.tensor([nan, 1.0], dtype=nbgrad.float64))
+    _same(y.grad.numpy(), [nan, 0])
+    _same(x.grad.numpy(), [0, 0])
+
+
+def _binary_cases(T):
+    Fn = T.nn.functional
+    return {
+        "add": lambda x, y: x + y,
+        "sub": lambda x, y: x - y,
+        "mul": lambda x, y: x * y,
+        "div": lambda x, y: x / y,
+        "pow": lambda x, y: x**y,
+        "maximum": lambda x, y: T.maximum(x, y),
+        "minimum": lambda x, y: T.minimum(x, y),
+        "lerp_T": lambda x, y: T.lerp(x, y, T.full_like(x, 0.3)),
+        "lerp_weight": lambda x, y: T.lerp(x, T.zeros_like(x), y),
+        "where": lambda x, y: T.where(x > y, x, y),
+        "remainder_T": lambda x, y: T.remainder(x, y),
+        "clamp_T": lambda x, y: T.clamp(x, y, y + 1),
+        "clamp_min_T": lambda x, y: T.clamp_min(x, y),
+        "clamp_max_T": lambda x, y: T.clamp_max(x, y),
+        "rsub_T": lambda x, y: T.rsub(x, y),
+        "div_floor": lambda x, y: T.div(x, y, rounding_mode="floor"),
+        "div_trunc": lambda x, y: T.div(x, y, rounding_mode="trunc"),
+        "rpow": lambda x, y: 2.0**x,
+        "rpow0": lambda x, y: 0.0**x,
+        "pow_half": lambda x, y: x**0.5,
+        "pow_m1": lambda x, y: x**-1.0,
+        "pow3": lambda x, y: x**3,
+        "pow_1_5": lambda x, y: x**1.5,
+        "round_dec": lambda x, y: T.round(x, decimals=1),
+        "remainder_s": lambda x, y: T.remainder(x, 0.75),
+        "reciprocal": T.reciprocal,
+        "log": T.log,
+        "log1p": T.log1p,
+        "expm1": T.expm1,
+        "tan": T.tan,
+        "exp2": T.exp2,
+        "log2": T.log2,
+        "gelu_tanh": lambda x, y: Fn.gelu(x, approximate="tanh"),
+        "silu": Fn.silu,
+        "softplus": lambda x, y: Fn.softplus(x, 2.0, 3.0),
+    }
+
+
+@needs_torch
+def test_binary_nan_inf_sweep_against_torch():
+    """Every pair of special values, and NaN/Inf/0 upstream gradients: float64 values and both
+    gradients identical to PyTorch's."""
+    import itertools
+
+    pairs = list(itertools.product(SPECIAL, SPECIAL))
+    xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
+    bad = []
+    for up in (1.0, nan, inf, 0.0):
+        for name in _binary_cases(nbgrad):
+            res = []
+            for T in (nbgrad, torch):
+                f = _binary_cases(T)[name]
+                x = T.tensor(xs, dtype=T.float64, requires_grad=True)
+                y = T.tensor(ys, dtype=T.float64, requires_grad=True)
+                z = (
+                    f(x, y)
+                    if name
+                    not in ("reciprocal", "log", "log1p", "expm1", "tan", "exp2", "log2", "silu")
+                    else f(x)
+                )
+                if z.requires_grad:
+                    z.backward(T.full_like(z, up))
+                res.append(
+                    [z.detach().numpy()]
+                    + [np.zeros(len(xs)) if v.grad is None else v.grad.numpy() for v in (x, y)]
+                )
+            for what, a, b in zip(("value", "dx", "dy"), *res):
+                ok = np.isclose(a, b, rtol=1e-12, atol=0, equal_nan=True) | (a == b)
+                if not ok.all():
+                    i = int(np.argmin(ok))
+                    bad.append(
+                        "%s up=%r %s at x=%r y=%r: nbgrad %r torch %r"
+                        % (name, up, what, xs[i], ys[i], a[i], b[i])
+                    )
+    assert not bad, "\n".join(bad)

@@ -34,7 +34,7 @@ __all__ = [
 _make = Tensor._make
 
 # The nbgrad op computing a vocabulary function, where the names differ (same maths).
-OP_OF = {"fabs": "abs", "rint": "round"}
+OP_OF = {"fabs": "abs", "rint": "round", "spow": "pow", "floor_divide": "div_floor"}
 
 # ---------------------------------------------------------------------------------------------
 # The vocabulary bound to nbgrad functions
@@ -90,7 +90,10 @@ def tensor_namespace():
     global _TENSOR_NS
     if _TENSOR_NS is None:
         fns = _fns()
-        ns = {n: _lift(getattr(fns, OP_OF.get(n, n)), getattr(vocab, n)) for n in vocab.VOCAB}
+        ns = {}
+        for n in vocab.VOCAB:  # a name without an nbgrad function (noselect) is its own
+            scalar_fn = getattr(vocab, n)
+            ns[n] = _lift(getattr(fns, OP_OF.get(n, n), scalar_fn), scalar_fn)
         ns["where"] = _where
         ns["__builtins__"] = {}
         _TENSOR_NS = ns

@@ -23,6 +23,26 @@ def no_complex(msg, exc=NotImplementedError):
 
 
 CLAMP_NO_COMPLEX = no_complex("clamp is not supported for complex types")
+
+
+def pow_forward(x, p):
+    """numpy forward of ``pow`` by a scalar: vocab.spow's special cases (PyTorch's), else C pow;
+    decided once per call, not per element as in the kernel."""
+    if p == 2:
+        return np.multiply(x, x)
+    if p == 0.5:
+        return np.sqrt(x)
+    if p == 3:
+        return x * x * x
+    if p == -0.5:
+        return np.divide(1, np.sqrt(x))
+    if p == -1:
+        return np.divide(1, x)
+    if p == -2:
+        return np.divide(1, x * x)
+    return np.power(x, p)
+
+
 ALL = (FUNCTION, METHOD, INPLACE, OUT)
 NONE = ()  # an overload: reached through its base op's public function
 
@@ -196,9 +216,11 @@ unary(
 # scalar attributes: the exponent p, the base c, clamp bounds lo/hi, masked_fill's value v
 unary(
     "pow",
-    "x ** p",
-    "where(p == 0, 0, p * x ** (p - 1))",
+    "spow(x, p)",
+    "where(p == 0, 0, p * spow(x, p - 1))",
     "PowBackward0",
+    numpy=pow_forward,
+    numpy_attrs=True,
     attrs=("p",),
     saved_names={"self": "x", "exponent": "p"},
     domain=(0.5, 2),
@@ -206,10 +228,12 @@ unary(
 unary(
     "rpow",
     "c ** x",
-    "where((c == 0) & (x >= 0), 0, out * log(c))",  # pow_backward_exponent: 0, not 0 * -inf
+    # pow_backward_exponent: 0 (not 0 * -inf) where the base is 0, multiplying the gradient
+    "noselect(where((c == 0) & (x >= 0), 0, out * log(c)))",
     "PowBackward2",
     complex_partials=(
-        "where((c == 0) & (x == real(x)) & (real(x) == fabs(real(x))), 0, conj(out * log(c)))",
+        "noselect(where((c == 0) & (x == real(x)) & (real(x) == fabs(real(x))), 0, "
+        "conj(out * log(c))))",
     ),
     attrs=("c",),
     rule="float",
@@ -338,11 +362,12 @@ binary(
     "pow.Tensor",
     "x ** y",
     "where(y == 0, 0, y * x ** (y - 1))",
-    "where((x == 0) & (y >= 0), 0, out * log(x))",
+    "noselect(where((x == 0) & (y >= 0), 0, out * log(x)))",
     "PowBackward1",
     complex_partials=(
         None,
-        "where((x == 0) & (y == real(y)) & (real(y) == fabs(real(y))), 0, conj(out * log(x)))",
+        "noselect(where((x == 0) & (y == real(y)) & (real(y) == fabs(real(y))), 0, "
+        "conj(out * log(x))))",
     ),
     saved_names={"self": "x", "exponent": "y", "result": "out"},
     domain=(0.5, 2),
@@ -374,19 +399,24 @@ binary(
     **no_complex("minimum not implemented for complex tensors.", RuntimeError),
 )
 REMAINDER_NO_COMPLEX = no_complex("\"remainder_cpu\" not implemented for '%s'")
+# PyTorch's remainder: fmod, moved by y where its sign differs from y's (x - floor(x / y) * y
+# is wrong where x / y rounds to an integer: 1 % 0.1 would be -5.6e-17)
+REMAINDER = "where((fmod(x, y) != 0) & ((y < 0) != (fmod(x, y) < 0)), fmod(x, y) + y, fmod(x, y))"
 unary(
     "remainder",
-    "x - floor(x / y) * y",
+    REMAINDER,
     "1",
     "RemainderBackward0",
     attrs=("y",),
+    numpy=np.remainder,  # bitwise PyTorch's (the formula: for the CUDA kernels)
+    numpy_attrs=True,
     **REMAINDER_NO_COMPLEX,
 )
 binary(
     "remainder.Tensor",
-    "x - floor(x / y) * y",
+    REMAINDER,
     "1",
-    "-floor(x / y)",
+    "-floor_divide(x, y)",
     "RemainderBackward1",
     **REMAINDER_NO_COMPLEX,
     numpy=np.remainder,

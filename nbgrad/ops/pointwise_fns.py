@@ -123,6 +123,16 @@ def abs(input, *, out=None):  # noqa: A001
     return write_out(pointwise(R["abs"], (_t(input, "abs"),)), out, "abs")  # complex: real
 
 
+def div_floor(input, other):
+    """``div(input, other, rounding_mode='floor')``: the vocabulary's floor_divide, internal."""
+    return div(input, other, rounding_mode="floor")
+
+
+def noselect(input):
+    """The vocabulary's noselect (the identity), internal."""
+    return input
+
+
 def conj(input):
     """Differentiable complex conjugate (the identity on real tensors); internal, for the
     complex backward of ops/formula.py."""
@@ -321,6 +331,10 @@ def remainder(input, other, *, out=None):
     if not isinstance(input, Tensor):
         input = tensor(input)
     other = _operand(other)
+    if not _dt.result_type(input, other).is_inexact:  # integer remainder by zero: PyTorch raises
+        b = other._data if isinstance(other, Tensor) else other
+        if np.any(np.asarray(b) == 0):
+            raise RuntimeError("ZeroDivisionError")
     if isinstance(other, Tensor):
         return write_out(pointwise(R["remainder.Tensor"], (input, other)), out, "remainder")
     return write_out(pointwise(R["remainder"], (input,), (other,)), out, "remainder")

@@ -30,6 +30,7 @@ trunc = np.trunc
 rint = np.rint  # round half to even, as PyTorch
 fabs = np.abs
 isnan = np.isnan
+copysign = np.copysign  # (helpers only)
 erf = math.erf  # numpy has no erf
 
 
@@ -58,6 +59,44 @@ def _rsqrt_typed(x):
 
 
 rsqrt = _rsqrt
+noselect = _inline(vocab.noselect)
+floor_divide = _inline(vocab.floor_divide)
+
+
+def _spow(x, p):
+    """CPU ``spow`` (vocab.spow's maths), typed by the overload below."""
+    return vocab.spow(x, p)
+
+
+@overload(_spow, jit_options={"error_model": "numpy"})
+def _spow_typed(x, p):
+    if isinstance(x, types.Integer):  # integers: exact integer power, no float branches
+        return lambda x, p: x**p
+    return vocab.rebind(vocab.spow, globals())
+
+
+spow = _spow
+
+
+def _fmod(a, b):
+    """CPU ``fmod``: C's fmod; integers typed by the overload below (Numba's np.fmod gives
+    fmod(-7, 3) == 0 for int64)."""
+    return math.fmod(a, b)
+
+
+@overload(_fmod, jit_options={"error_model": "numpy"})
+def _fmod_typed(a, b):
+    if isinstance(a, types.Integer) and isinstance(b, types.Integer):
+
+        def ifmod(a, b):  # the sign of the dividend, as C's %
+            r = abs(a) % abs(b)
+            return -r if a < 0 else r
+
+        return ifmod
+    return lambda a, b: np.fmod(a, b)
+
+
+fmod = _fmod
 conj = _inline(vocab.conj)
 real = _inline(vocab.real)
 maximum = _inline(vocab.maximum)
