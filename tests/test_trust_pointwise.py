@@ -1126,3 +1126,39 @@ def test_binary_nan_inf_sweep_against_torch():
                         % (name, up, what, xs[i], ys[i], a[i], b[i])
                     )
     assert not bad, "\n".join(bad)
+
+
+@needs_torch
+def test_binary_forward_mode_nan_inf_sweep_against_torch():
+    """Forward-mode tangents of the same ops over all pairs of special values, with NaN/Inf
+    tangents and missing tangents (PyTorch's zero tensors: a strong zero)."""
+    import itertools
+
+    import torch.autograd.forward_ad as tfw
+
+    one_arg = ("reciprocal", "log", "log1p", "expm1", "tan", "exp2", "log2", "silu")
+    pairs = list(itertools.product(SPECIAL, SPECIAL))
+    xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
+    bad = []
+    for tx, ty in ((1.0, None), (nan, 1.0), (inf, None), (None, nan), (1.0, 1.0)):
+        for name in _binary_cases(nbgrad):
+            res = []
+            for T, fw in ((nbgrad, fwAD), (torch, tfw)):
+                f = _binary_cases(T)[name]
+                with fw.dual_level():
+                    x, y = T.tensor(xs, dtype=T.float64), T.tensor(ys, dtype=T.float64)
+                    if tx is not None:
+                        x = fw.make_dual(x, T.full((len(xs),), tx, dtype=T.float64))
+                    if ty is not None:
+                        y = fw.make_dual(y, T.full((len(xs),), ty, dtype=T.float64))
+                    t = fw.unpack_dual(f(x) if name in one_arg else f(x, y)).tangent
+                    res.append(np.zeros(len(xs)) if t is None else t.numpy())
+            a, b = res
+            ok = np.isclose(a, b, rtol=1e-12, atol=0, equal_nan=True) | (a == b)
+            if not ok.all():
+                i = int(np.argmin(ok))
+                bad.append(
+                    "%s t=(%r, %r) at x=%r y=%r: nbgrad %r torch %r"
+                    % (name, tx, ty, xs[i], ys[i], a[i], b[i])
+                )
+    assert not bad, "\n".join(bad)

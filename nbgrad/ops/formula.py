@@ -213,19 +213,35 @@ def partials_of(op):
     return parts
 
 
-def _jvp_formula(op, complex_=False):
+def _jvp_formula(op, complex_, missing):
     """The op's own forward-mode formula (hint ``jvp_formula``, or ``complex_jvp_formula`` for a
     complex input: an expression over the arguments, the attributes and the tangents
-    ``t_<arg>``, which are 0 where an input has none), used where PyTorch's forward-mode formula
-    is not the backward's partials (maximum/minimum, abs of complex), or None."""
-    key = (op, complex_)
+    ``t_<arg>``), used where PyTorch's forward-mode formula is not the backward's partials
+    (maximum/minimum, div, lerp, clamp with tensor bounds, abs of complex), or None.  A missing
+    tangent is a literal 0, a strong zero in the select form (PyTorch's ZeroTensor: 0 * NaN is
+    0), so the formula is compiled per set of ``missing`` tangents."""
+    key = (op, complex_, missing)
     code = _JVP_FORMULAS.get(key, False)
     if code is False:
         f = op.hints.get("complex_jvp_formula") if complex_ else None
         f = f or op.hints.get("jvp_formula")
-        code = _JVP_FORMULAS[key] = (
-            None if f is None else compile(select_form(f), "<%s jvp>" % op.name, "eval")
-        )
+        if f is not None:
+            zero = {"t_" + n for n in missing}
+            tree = ast.parse(f, mode="eval")
+            for node in ast.walk(tree):
+                for field, value in ast.iter_fields(node):
+                    if isinstance(value, list):
+                        value[:] = [
+                            ast.Constant(0) if isinstance(v, ast.Name) and v.id in zero else v
+                            for v in value
+                        ]
+                    elif isinstance(value, ast.Name) and value.id in zero:
+                        setattr(node, field, ast.Constant(0))
+            f = ast.unparse(ast.fix_missing_locations(tree))
+            code = compile(select_form(f), "<%s jvp>" % op.name, "eval")
+        else:
+            code = None
+        _JVP_FORMULAS[key] = code
     return code
 
 
@@ -350,13 +366,15 @@ def pointwise_jvp(op, inputs, attrs, out):
                 ns[n] = v
             total = None
             nd = out.ndim
-            own = _jvp_formula(
-                op, any(isinstance(x, Tensor) and x._dtype.is_complex for x in inputs)
-            )
+            own = None
+            if op.hints.get("jvp_formula") or op.hints.get("complex_jvp_formula"):
+                own = _jvp_formula(
+                    op,
+                    any(isinstance(x, Tensor) and x._dtype.is_complex for x in inputs),
+                    tuple(n for n, t in zip(op.args, tans) if t is None),
+                )
             for i, t in enumerate(tans):
                 if t is None:
-                    if own is not None:
-                        ns["t_" + op.args[i]] = 0
                     continue
                 if batch_dims and t.ndim - 1 < nd:  # keep the batch dim in front of out's
                     t = t.reshape(t.shape[0], *((1,) * (nd - t.ndim + 1)), *t.shape[1:])

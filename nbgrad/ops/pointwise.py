@@ -290,11 +290,18 @@ pointwise(
     variants=NONE,
     saved_names=CLAMP_NAMES,
     listed=False,
+    # PyTorch's clamp_jvp: the tangent of whichever value is returned
+    jvp_formula="where(lo > hi, t_hi, where(x < lo, t_lo, where(x > hi, t_hi, t_x)))",
     **CLAMP_NO_COMPLEX,
 )
-for _suffix, _node in (("", "ClampBackward0"), ("_min.Tensor", "ClampMinBackward1")):
+# clamp(x, min=T) and clamp_min(x, T): same maths and backward, different nodes and tangents
+# (PyTorch's clamp_jvp picks t_x only where x > lo; clamp_min.Tensor's where x >= lo)
+for _name, _node, _cmp in (
+    ("clamp.Tensor_min", "ClampBackward0", ">"),
+    ("clamp_min.Tensor", "ClampMinBackward1", ">="),
+):
     pointwise(
-        "clamp.Tensor_min" if not _suffix else "clamp" + _suffix,
+        _name,
         CLAMP_MIN,
         ("where(x >= lo, 1, 0)", "where(x < lo, 1, 0)"),
         _node,
@@ -302,11 +309,15 @@ for _suffix, _node in (("", "ClampBackward0"), ("_min.Tensor", "ClampMinBackward
         variants=NONE,
         saved_names=CLAMP_NAMES,
         listed=False,
+        jvp_formula="where(x %s lo, t_x, t_lo)" % _cmp,
         **CLAMP_NO_COMPLEX,
     )
-for _suffix, _node in (("", "ClampBackward0"), ("_max.Tensor", "ClampMaxBackward1")):
+for _name, _node, _cmp in (
+    ("clamp.Tensor_max", "ClampBackward0", "<"),
+    ("clamp_max.Tensor", "ClampMaxBackward1", "<="),
+):
     pointwise(
-        "clamp.Tensor_max" if not _suffix else "clamp" + _suffix,
+        _name,
         CLAMP_MAX,
         ("where(x <= hi, 1, 0)", "where(x > hi, 1, 0)"),
         _node,
@@ -314,6 +325,7 @@ for _suffix, _node in (("", "ClampBackward0"), ("_max.Tensor", "ClampMaxBackward
         variants=NONE,
         saved_names=CLAMP_NAMES,
         listed=False,
+        jvp_formula="where(x %s hi, t_x, t_hi)" % _cmp,
         **CLAMP_NO_COMPLEX,
     )
 
@@ -334,6 +346,7 @@ binary(
     rule="float",
     domain_y=(0.5, 3),
     aliases=("divide", "true_divide"),
+    jvp_formula="(t_x - t_y * out) / y",  # PyTorch's: one division (no inf - inf at y = 0)
 )
 # div(rounding_mode=...): a step function, zero gradient (zeros, whatever the gradient holds)
 binary(
@@ -426,13 +439,25 @@ binary(
 # PyTorch's lerp: x + w * (y - x) for |w| < 0.5, else y - (y - x) * (1 - w) (exact at w = 1,
 # and lerp(inf, 0, 0.5) is inf)
 LERP = "where(fabs(w) < 0.5, x + w * (y - x), y - (y - x) * (1 - w))"
-binary("lerp", LERP, "1 - w", "w", "LerpBackward0", attrs=("w",), saved_names={"weight": "w"})
+# forward mode: PyTorch's lerp of the tangents (same split), plus t_w * (y - x) for a tensor w
+LERP_T = "where(fabs(w) < 0.5, t_x + w * (t_y - t_x), t_y - (t_y - t_x) * (1 - w))"
+binary(
+    "lerp",
+    LERP,
+    "1 - w",
+    "w",
+    "LerpBackward0",
+    attrs=("w",),
+    saved_names={"weight": "w"},
+    jvp_formula=LERP_T,
+)
 pointwise(
     "lerp.Tensor",
     LERP,
     ("1 - w", "w", "y - x"),
     "LerpBackward1",
     args=("x", "y", "w"),
+    jvp_formula=LERP_T + " + t_w * (y - x)",
     saved_names={"self": "x", "end": "y", "weight": "w"},
     variants=NONE,
 )
