@@ -164,7 +164,8 @@ def test_std_of_a_constant_has_zero_gradient():
     x = nbgrad.tensor([[2.0, 2.0], [1.0, 3.0]], dtype=nbgrad.float64, requires_grad=True)
     x.std(1).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [[0, 0], [-(0.5**0.5), 0.5**0.5]], rtol=1e-15)
-    _, g = _grad(lambda x: x.std(), [2.0])  # one element: nan result, nan gradient
+    with pytest.warns(UserWarning, match="degrees of freedom is <= 0"):
+        _, g = _grad(lambda x: x.std(), [2.0])  # one element: nan result, nan gradient
     _same(g, [nan])
 
 
@@ -1015,7 +1016,8 @@ def test_elementwise_formulas_select_and_agree_with_the_registry_at_nan_and_ties
 def test_remainder_by_a_scalar_is_pytorchs_fmod_based_remainder():
     x = nbgrad.tensor([1.0, 1e20, -1.0, 7.0, inf], dtype=nbgrad.float64)
     # x - floor(x / y) * y gave -5.6e-17 for 1 % 0.1 and -5551 for 1e20 % 0.1
-    _same((x % 0.1).numpy(), np.remainder(x.numpy(), 0.1))
+    with np.errstate(invalid="ignore"):
+        _same((x % 0.1).numpy(), np.remainder(x.numpy(), 0.1))
     a = nbgrad.tensor([7, -7, 7, -7, 0])
     _same(nbgrad.remainder(a, 3).numpy(), [1, 2, 1, 2, 0])
     _same((a % -3).numpy(), [-2, -1, -2, -1, 0])

@@ -174,6 +174,8 @@ def pointwise(op, inputs, attrs=(), contiguous=False):
         out = np.asarray(out)
     if op.rule == "real" and dt.is_complex:  # abs of a complex tensor is real
         dt = dt.to_real()
+        if out.dtype.kind == "c":
+            out = out.real
     if out.dtype != dt.np:
         out = out.astype(dt.np)
     if contiguous:
