@@ -88,7 +88,7 @@ def sigmoid(x):
 
 
 def sign(x):  # sign(nan) is 0 (PyTorch), and sign(-0.0) is +0.0
-    return (x > 0) - (x < 0)
+    return 1 if x > 0 else (-1 if x < 0 else 0)
 
 
 def rsqrt(x):
