@@ -15,6 +15,7 @@ cache only checks the generated file: an edited helper must make new modules, no
 """
 
 import ast
+import copy
 import functools
 import hashlib
 import importlib
@@ -60,10 +61,124 @@ NP_TYPES = {
 
 
 class _TypedConstants(ast.NodeTransformer):
+    """Numeric literal ``c`` -> ``T(c)``; inside a comparison of a complex kernel ``R(c)``, the
+    real type (complex numbers do not order: ``fabs(w) < 0.5`` compares reals)."""
+
+    def __init__(self, real_in_compare=False):
+        self.real_in_compare = real_in_compare
+        self.name = "T"
+
+    def visit_Compare(self, node):
+        if not self.real_in_compare:
+            return self.generic_visit(node)
+        self.name = "R"
+        try:
+            return self.generic_visit(node)
+        finally:
+            self.name = "T"
+
+    def visit_Call(self, node):  # a where() inside a comparison computes values again
+        if self.name == "R" and isinstance(node.func, ast.Name) and node.func.id == "where":
+            self.name = "T"
+            try:
+                return self.generic_visit(node)
+            finally:
+                self.name = "R"
+        return self.generic_visit(node)
+
     def visit_Constant(self, node):
         if isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-            return ast.Call(func=ast.Name(id="T", ctx=ast.Load()), args=[node], keywords=[])
+            return ast.Call(func=ast.Name(id=self.name, ctx=ast.Load()), args=[node], keywords=[])
         return node
+
+
+def _is_zero(node):
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, (int, float))
+        and not isinstance(node.value, bool)
+        and node.value == 0
+    )
+
+
+def _is_one(node):
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, (int, float))
+        and not isinstance(node.value, bool)
+        and node.value == 1
+    )
+
+
+def _is_where(node):
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "where"
+        and len(node.args) == 3
+    )
+
+
+def _zero():
+    return ast.Constant(0)
+
+
+class _Select(ast.NodeTransformer):
+    """NOTE [select, never multiply by a mask]: in a formula a ``where`` factor selects and a
+    literal zero factor is a strong zero, so NaN/Inf in the other factor never leak through a
+    branch that is not taken (PyTorch's backward formulas select, ``where(c, g, 0)``):
+
+        u * where(c, a, b)  ->  where(c, u * a, u * b)     (also where(...) * u, where(...) / u)
+        -where(c, a, b)     ->  where(c, -a, -b)
+        u * 0, 0 * u, 0 / u ->  0                            u * 1, 1 * u -> u
+
+    so ``g * (where(x > 0, 1, 0))`` compiles to ``where(x > 0, g, 0)`` and ``g * (0)`` to ``0``.
+    Every binding (CPU, CUDA, the differentiable nbgrad ops of ops/formula.py) evaluates the
+    rewritten expression, so they agree on NaN/Inf."""
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        left, right, op = node.left, node.right, node.op
+        if isinstance(op, ast.Mult):
+            if _is_zero(left) or _is_zero(right):
+                return _zero()
+            if _is_one(left):
+                return right
+            if _is_one(right):
+                return left
+            if _is_where(right):
+                return self._into(right, lambda b: ast.BinOp(left, ast.Mult(), b))
+            if _is_where(left):
+                return self._into(left, lambda b: ast.BinOp(b, ast.Mult(), right))
+        elif isinstance(op, ast.Div):
+            if _is_zero(left):
+                return _zero()
+            if _is_where(left):
+                return self._into(left, lambda b: ast.BinOp(b, ast.Div(), right))
+        return node
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.USub):
+            if _is_zero(node.operand):
+                return _zero()
+            if _is_where(node.operand):
+                return self._into(node.operand, lambda b: ast.UnaryOp(ast.USub(), b))
+        return node
+
+    def _into(self, where, wrap):
+        c, a, b = where.args
+        branches = [self.visit(wrap(copy.deepcopy(v))) for v in (a, b)]
+        return ast.Call(func=where.func, args=[c] + branches, keywords=[])
+
+
+@functools.lru_cache(maxsize=None)
+def select_form(expr):
+    """``expr`` with the select rewrite of NOTE [select, never multiply by a mask] applied."""
+    tree = _Select().visit(ast.parse(expr, mode="eval"))
+    return ast.unparse(ast.fix_missing_locations(tree))
 
 
 def names_in(expr):
@@ -71,15 +186,17 @@ def names_in(expr):
     return {n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)}
 
 
-def typed_expr(expr):
-    """``expr`` with every numeric literal ``c`` written ``T(c)`` (``T``: the kernel dtype)."""
-    tree = _TypedConstants().visit(ast.parse(expr, mode="eval"))
+def typed_expr(expr, complex_=False):
+    """``expr`` with every numeric literal ``c`` written ``T(c)`` (``T``: the kernel dtype; in
+    a comparison of a complex kernel ``R(c)``, its real type)."""
+    tree = _TypedConstants(complex_).visit(ast.parse(expr, mode="eval"))
     return ast.unparse(ast.fix_missing_locations(tree))
 
 
 def kernel_source(params, expr, dtype, param_types, cuda=False):
     """Source of a module defining ``k`` (CPU ufunc) or ``f``/``k`` (CUDA device fn + kernel)."""
-    body = typed_expr(expr)
+    cplx = dtype.startswith("complex")
+    body = typed_expr(select_form(expr), cplx)
     sig_args = ", ".join(NUMBA_TYPES[param_types.get(p, dtype)] for p in params)
     plist = ", ".join(params)
     lines = [
@@ -88,6 +205,10 @@ def kernel_source(params, expr, dtype, param_types, cuda=False):
         "from nbgrad.kernels.%s.scalar import *" % _BINDING[cuda][0],
         "from numba import cuda" if cuda else "from numba import njit, vectorize",
         "T = %s" % NP_TYPES[dtype],
+    ]
+    if cplx:
+        lines.append("R = %s" % NP_TYPES["float32" if dtype == "complex64" else "float64"])
+    lines += [
         "",
     ]
     if not cuda:

@@ -32,6 +32,12 @@ VOCAB = (
     "isnan",
     "maximum",
     "minimum",
+    "conj",
+    "real",
+    "fmod",
+    "spow",
+    "floor_divide",
+    "noselect",
 )
 
 __all__ = list(VOCAB) + ["VOCAB", "rebind"]
@@ -53,6 +59,8 @@ trunc = math.trunc
 fabs = math.fabs
 isnan = math.isnan
 erf = math.erf
+fmod = math.fmod
+copysign = math.copysign  # (helpers only)
 
 
 def rebind(fn, namespace):
@@ -79,12 +87,65 @@ def sigmoid(x):
     return e / (1 + e)
 
 
-def sign(x):
-    return (x > 0) - (x < 0) if x == x else x
+def sign(x):  # sign(nan) is 0 (PyTorch), and sign(-0.0) is +0.0
+    return 1 if x > 0 else (-1 if x < 0 else 0)
 
 
 def rsqrt(x):
     return 1 / sqrt(x)
+
+
+def noselect(x):
+    """The identity, but a product with it is never rewritten into a select (kernels/build.py
+    NOTE [select, never multiply by a mask]): for PyTorch formulas that multiply by a masked
+    value, ``g * noselect(where(c, 0, v))`` is NaN where ``g`` is."""
+    return x
+
+
+def spow(x, p):
+    """``x ** p`` for a scalar exponent as PyTorch computes it: p = 2, 3, 0.5, -0.5, -1, -2 are
+    x*x, x*x*x, sqrt, rsqrt, 1/x, 1/(x*x) (so spow(-inf, 0.5) is NaN like sqrt, not C pow's
+    inf), C pow otherwise."""
+    if p == 1:
+        return x
+    if p == 2:
+        return x * x
+    if p == 0.5:
+        return sqrt(x)
+    if p == 3:
+        return x * x * x
+    if p == -0.5:
+        return rsqrt(x)
+    if p == -1:
+        return 1 / x
+    if p == -2:
+        return 1 / (x * x)
+    return x**p
+
+
+def floor_divide(a, b):
+    """PyTorch's (and numpy's) floating floor division: from fmod, exact where floor(a / b)
+    rounds (floor_divide(1, 0.1) is 9, not 10); a / b for b == 0."""
+    if b == 0:
+        return a / b
+    mod = fmod(a, b)
+    div = (a - mod) / b
+    if mod != 0 and (b < 0) != (mod < 0):
+        div -= 1
+    if div != 0:
+        fl = floor(div)
+        if div - fl > 0.5:
+            fl += 1
+        return fl
+    return copysign(0.0, a / b)
+
+
+def conj(x):  # complex conjugate; the identity on real numbers
+    return x.conjugate()
+
+
+def real(x):
+    return x.real
 
 
 def maximum(a, b):  # NaN-propagating, like numpy and PyTorch

@@ -43,6 +43,60 @@ def broadcast_error(inputs):
     return RuntimeError("shape mismatch: %s" % (shapes,))
 
 
+def torch_layout(out, arrays):
+    """``out`` with PyTorch's memory layout for an elementwise result of ``arrays`` (its
+    operands in order; Python scalars ignored): TensorIterator sorts the dims by the operands'
+    strides, the *first* operand with a strict preference deciding each pair (broadcast dims
+    skipped, equal strides: the smaller dim inner), where numpy's order='K' lets C order win
+    any conflict.  They differ only when a non-C-contiguous operand comes first, so dispatch
+    calls this only then; ``out`` itself is returned when its layout already agrees."""
+    nd = out.ndim
+    shape = out.shape
+    ops = [a for a in arrays if isinstance(a, np.ndarray) and a.ndim]
+    if all(a.flags.c_contiguous and a.shape == shape for a in ops):
+        return out if out.flags.c_contiguous else np.ascontiguousarray(out)
+    strides = []
+    for a in ops:
+        off = nd - a.ndim
+        st = [0] * off
+        for i in range(a.ndim):
+            st.append(0 if a.shape[i] == 1 and shape[off + i] != 1 else a.strides[i])
+        strides.append(st)
+
+    def order(d0, d1):  # > 0: d0 goes outside d1
+        for st in strides:
+            s0, s1 = abs(st[d0]), abs(st[d1])
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 != s1:
+                return -1 if s0 < s1 else 1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+
+    perm = list(range(nd - 1, -1, -1))  # perm[0]: the innermost dim
+    for i in range(1, nd):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = order(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    want = [0] * nd
+    step = out.itemsize
+    for d in perm:
+        want[d] = step
+        step *= shape[d]
+    if list(out.strides) == want or out.size <= 1:
+        return out
+    outer_first = perm[::-1]
+    res = np.empty([shape[d] for d in outer_first], out.dtype).transpose(np.argsort(outer_first))
+    res[...] = out
+    return res
+
+
 def pointwise_dtype(op, inputs):
     a = inputs[0]
     if len(inputs) == 1:
@@ -66,12 +120,23 @@ def pointwise_dtype(op, inputs):
     return dt
 
 
+def complex_check(op, dt):
+    """PyTorch's error for an op it does not implement for complex ``dt`` (hint
+    ``complex_error``: exception type and message, ``%s`` the dtype's legacy name)."""
+    err = op.hints.get("complex_error")
+    if err is not None and dt.is_complex:
+        exc, msg = err
+        raise exc(msg % dt._legacy if "%s" in msg else msg)
+
+
 def _kernel(op, cd, with_attrs):
-    """The forward kernel of ``op`` for compute dtype ``cd`` (one dict lookup when warm)."""
+    """The forward kernel of ``op`` for compute dtype ``cd`` (one dict lookup when warm; a
+    complex dtype the op rejects never gets an entry, so it raises on every call)."""
     key = (cd, with_attrs)
     k = op._cache.get(key)
     if k is None:
-        if op.numpy is not None and not with_attrs:
+        complex_check(op, cd)
+        if op.numpy is not None and (not with_attrs or op.hints.get("numpy_attrs")):
             k = op.numpy
         else:
             k = cpu_kernel(
@@ -81,8 +146,9 @@ def _kernel(op, cd, with_attrs):
     return k
 
 
-def pointwise(op, inputs, attrs=()):
-    """The general path: any number of Tensor / scalar arguments, scalar attributes."""
+def pointwise(op, inputs, attrs=(), contiguous=False):
+    """The general path: any number of Tensor / scalar arguments, scalar attributes;
+    ``contiguous``: a C-contiguous result whatever the inputs' layout (masked_fill)."""
     dt = pointwise_dtype(op, inputs)
     cd = _dt.float32 if dt is _dt.float16 else dt
     npd = cd.np
@@ -106,8 +172,18 @@ def pointwise(op, inputs, attrs=()):
         raise broadcast_error(inputs) from None
     if type(out) is not np.ndarray:
         out = np.asarray(out)
+    if op.rule == "real" and dt.is_complex:  # abs of a complex tensor is real
+        dt = dt.to_real()
+        if out.dtype.kind == "c":
+            out = out.real
     if out.dtype != dt.np:
         out = out.astype(dt.np)
+    if contiguous:
+        if not out.flags.c_contiguous:
+            out = np.ascontiguousarray(out)
+    elif arrays and type(arrays[0]) is np.ndarray and arrays[0].ndim > 1:
+        if not arrays[0].flags.c_contiguous:
+            out = torch_layout(out, arrays[: len(inputs)])
     if rg and STATE.enabled and op.differentiable and dt.is_inexact:
         t = op.record(out, inputs, attrs=(attrs, cd.name))
     else:
@@ -158,6 +234,8 @@ def binary(op, a, b):
         out = np.asarray(out)
     if out.dtype != dt.np:
         out = out.astype(dt.np)
+    if bt is not None and xa.ndim > 1 and not xa.flags.c_contiguous:
+        out = torch_layout(out, (xa, xb))  # a layout conflict numpy resolves differently
     if (
         (a._requires_grad or (bt is not None and bt._requires_grad))
         and STATE.enabled
@@ -168,14 +246,15 @@ def binary(op, a, b):
         if bt is None:
             node.next_functions = (edge(a), (None, 0))
             node._in_meta = ((a._data.shape, ad), None)
+            saves = op.saves_for[1]
         else:
             node.next_functions = (edge(a), edge(bt))
             node._in_meta = ((a._data.shape, ad), (bt._data.shape, bt._dtype))
+            saves = op.saves_for[a._requires_grad | bt._requires_grad << 1]
         node._seq = next_seq()
         node.op = op.vjp
         node.attrs = ((), cd.name)
         t = _make(out, node, 0)
-        saves = op.saves
         if saves:
             saved = {}
             for name in saves:

@@ -5,6 +5,8 @@ backward of ``vjp_of``, the forward-mode JVP, the kernel plans the CUDA launcher
 vocabulary bound to differentiable nbgrad functions that the last three evaluate partials with.
 """
 
+import ast
+
 import numpy as np
 
 from .. import _flags, dtypes as _dt, grad_mode
@@ -14,7 +16,7 @@ from ..autograd.dual import DUAL, set_tangent, tangent_of
 from ..creation import tensor
 from ..grad_mode import STATE
 from ..kernels import vocab
-from ..kernels.build import cpu_kernel, names_in
+from ..kernels.build import cpu_kernel, names_in, select_form
 from .registry import REGISTRY
 
 __all__ = [
@@ -32,7 +34,7 @@ __all__ = [
 _make = Tensor._make
 
 # The nbgrad op computing a vocabulary function, where the names differ (same maths).
-OP_OF = {"fabs": "abs", "rint": "round"}
+OP_OF = {"fabs": "abs", "rint": "round", "spow": "pow", "floor_divide": "div_floor"}
 
 # ---------------------------------------------------------------------------------------------
 # The vocabulary bound to nbgrad functions
@@ -42,7 +44,12 @@ _TENSOR_NS = None
 
 def _lift(tensor_fn, scalar_fn):
     def f(x, *rest):
-        return tensor_fn(x, *rest) if isinstance(x, Tensor) else scalar_fn(x, *rest)
+        if isinstance(x, Tensor):
+            return tensor_fn(x, *rest)
+        try:
+            return scalar_fn(x, *rest)
+        except (ValueError, ZeroDivisionError, OverflowError):  # math.log(0): IEEE -inf instead
+            return tensor_fn(tensor(float(x), dtype=_dt.float64), *rest).item()
 
     f.__name__ = scalar_fn.__name__
     return f
@@ -83,7 +90,10 @@ def tensor_namespace():
     global _TENSOR_NS
     if _TENSOR_NS is None:
         fns = _fns()
-        ns = {n: _lift(getattr(fns, OP_OF.get(n, n)), getattr(vocab, n)) for n in vocab.VOCAB}
+        ns = {}
+        for n in vocab.VOCAB:  # a name without an nbgrad function (noselect) is its own
+            scalar_fn = getattr(vocab, n)
+            ns[n] = _lift(getattr(fns, OP_OF.get(n, n), scalar_fn), scalar_fn)
         ns["where"] = _where
         ns["__builtins__"] = {}
         _TENSOR_NS = ns
@@ -94,36 +104,104 @@ def tensor_namespace():
 # Per-partial plans, built once per op
 
 
+def conj_form(partial):
+    """``partial`` conjugated for a complex backward, ``g * conj(d)`` (PyTorch's convention for
+    holomorphic ops): ``conj`` goes inside ``where`` branches so the select form still selects,
+    and numbers stay as they are."""
+
+    def conj(node):
+        if isinstance(node, ast.Constant):
+            return node
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "where"
+            and len(node.args) == 3
+        ):
+            return ast.Call(node.func, [node.args[0], conj(node.args[1]), conj(node.args[2])], [])
+        return ast.Call(ast.Name("conj", ast.Load()), [node], [])
+
+    tree = ast.Expression(conj(ast.parse(partial, mode="eval").body))
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
 class _Partial:
     """One partial derivative ``d`` of a pointwise op, prepared for the backward: the fused
     kernel ``g * (d)`` (its tag, parameters, kernels per compute dtype), the constant ``d`` is
-    when it is a number (then no kernel runs), and ``d`` compiled for differentiable
-    evaluation."""
+    when it is a number (then no kernel runs), and ``g * (d)`` compiled for differentiable
+    evaluation.  ``g * (d)`` is always evaluated in its select form (kernels/build.py, NOTE
+    [select, never multiply by a mask]): ``g * where(c, 1, 0)`` is ``where(c, g, 0)`` and
+    ``g * 0`` is ``0``, so a NaN/Inf gradient never leaks through a zero partial.
 
-    __slots__ = ("code", "const", "expr", "kernels", "param_types", "params", "tag")
+    A partial that uses ``g`` is the whole backward expression (``conj(g)``).  Complex compute
+    dtypes use ``g * conj(d)``, or the op's ``complex_partials`` (non-holomorphic ops: abs)."""
 
-    def __init__(self, op, i, partial):
+    __slots__ = (
+        "ccode",
+        "cexpr",
+        "code",
+        "const",
+        "cparams",
+        "expr",
+        "kernels",
+        "param_types",
+        "params",
+        "tag",
+    )
+
+    def __init__(self, op, i, partial, tag="vjp"):
         known = op.args + ("out",) + op.attrs
         used = names_in(partial)
-        self.tag = "%s_vjp%d" % (op.name, i)
+        self.tag = "%s_%s%d" % (op.name, tag, i)
         self.params = ("g",) + tuple(n for n in known if n in used)
-        self.expr = "g * (%s)" % partial
+        explicit = "g" in used
+        self.expr = partial if explicit else "g * (%s)" % partial
         self.param_types = {n: "bool" for n in op.bool_args}
-        self.code = compile(partial, "<%s partial %d>" % (op.name, i), "eval")
-        # a number ("1", "-1", "0") needs no kernel: the gradient is passed on or scaled
-        self.const = None if used else float(eval(self.code, {"__builtins__": {}}))
+        self.code = compile(select_form(self.expr), "<%s partial %d>" % (op.name, i), "eval")
+        # a number ("1", "-1", "0") needs no kernel: the gradient is passed on, scaled, or
+        # replaced by zeros (never multiplied by 0: NaN * 0 is NaN)
+        self.const = None if used else float(eval(compile(partial, "", "eval"), {}))
+        own = op.hints.get("complex_partials")
+        if own is not None and own[i] is not None:
+            cpartial = own[i]
+            self.cexpr = cpartial if "g" in names_in(cpartial) else "g * (%s)" % cpartial
+        else:
+            self.cexpr = self.expr if explicit else "g * (%s)" % conj_form(partial)
+        cused = names_in(self.cexpr)
+        self.cparams = ("g",) + tuple(n for n in known if n in cused)
+        self.ccode = compile(select_form(self.cexpr), "<%s cpartial %d>" % (op.name, i), "eval")
         self.kernels = {}  # compute dtype name -> the fused ufunc
 
     def kernel(self, dtype):
+        """The fused ufunc for compute dtype ``dtype``; ``k.params`` is what it takes."""
         k = self.kernels.get(dtype)
         if k is None:
-            k = self.kernels[dtype] = cpu_kernel(
-                self.tag, self.params, self.expr, dtype, self.param_types
+            if dtype.startswith("complex"):
+                tag, params, expr = self.tag + "_c", self.cparams, self.cexpr
+            else:
+                tag, params, expr = self.tag, self.params, self.expr
+            k = self.kernels[dtype] = (
+                cpu_kernel(tag, params, expr, dtype, self.param_types),
+                params,
             )
         return k
 
+    def evaluate(self, ns, g, complex_=False):
+        """``g * (d)`` (select form) over the nbgrad values in ``ns``: a Tensor, never a number
+        (a constant zero partial gives zeros shaped like ``g``; ``where(False, g, 0)`` when ``g``
+        is in a graph, so second derivatives through it are 0, not an error)."""
+        ns["g"] = g
+        r = eval(self.ccode if complex_ else self.code, ns)
+        if isinstance(r, Tensor):
+            return r
+        r = _make(np.full(g._data.shape, r, g._data.dtype))
+        if g._requires_grad and STATE.enabled:  # stays in the graph (zero second derivative)
+            r = _fns().where(_make(np.zeros(g._data.shape, np.bool_)), g, r)
+        return r
+
 
 _PARTIALS = {}  # OpDef -> tuple of _Partial (None where the op has no derivative)
+_JVP_FORMULAS = {}  # OpDef -> compiled jvp formula
 
 
 def partials_of(op):
@@ -133,6 +211,38 @@ def partials_of(op):
             None if p is None else _Partial(op, i, p) for i, p in enumerate(op.partials)
         )
     return parts
+
+
+def _jvp_formula(op, complex_, missing):
+    """The op's own forward-mode formula (hint ``jvp_formula``, or ``complex_jvp_formula`` for a
+    complex input: an expression over the arguments, the attributes and the tangents
+    ``t_<arg>``), used where PyTorch's forward-mode formula is not the backward's partials
+    (maximum/minimum, div, lerp, clamp with tensor bounds, abs of complex), or None.  A missing
+    tangent is a literal 0, a strong zero in the select form (PyTorch's ZeroTensor: 0 * NaN is
+    0), so the formula is compiled per set of ``missing`` tangents."""
+    key = (op, complex_, missing)
+    code = _JVP_FORMULAS.get(key, False)
+    if code is False:
+        f = op.hints.get("complex_jvp_formula") if complex_ else None
+        f = f or op.hints.get("jvp_formula")
+        if f is not None:
+            zero = {"t_" + n for n in missing}
+            tree = ast.parse(f, mode="eval")
+            for node in ast.walk(tree):
+                for field, value in ast.iter_fields(node):
+                    if isinstance(value, list):
+                        value[:] = [
+                            ast.Constant(0) if isinstance(v, ast.Name) and v.id in zero else v
+                            for v in value
+                        ]
+                    elif isinstance(value, ast.Name) and value.id in zero:
+                        setattr(node, field, ast.Constant(0))
+            f = ast.unparse(ast.fix_missing_locations(tree))
+            code = compile(select_form(f), "<%s jvp>" % op.name, "eval")
+        else:
+            code = None
+        _JVP_FORMULAS[key] = code
+    return code
 
 
 def kernel_plan(op, role):
@@ -187,42 +297,59 @@ def pointwise_vjp(op, node, grads):
         npd = _dt._NAMES[cd].np
         garr = g._data if g._data.dtype == npd else g._data.astype(npd)
         values = None
+        cplx = npd.kind == "c"
         for i, part in enumerate(parts):
             if part is None or nf[i][0] is None:
                 out.append(None)
                 continue
             const = part.const
             if const is not None:
-                out.append(g if const == 1.0 else _make(np.asarray(garr * npd.type(const))))
-                continue
-            if values is None:
-                values = {"g": garr}
-                for n in op.saves:
-                    values[n] = node.array(n)
-                for n, v in zip(op.attrs, attrs):
-                    values[n] = v
-            k = part.kernels.get(cd)
-            if k is None:
-                k = part.kernel(cd)
-            r = k(*[values[n] for n in part.params])
-            out.append(_make(r if type(r) is np.ndarray else np.asarray(r)))
+                if const == 1.0:
+                    r = garr
+                elif const == 0.0:
+                    r = np.zeros(garr.shape, npd)
+                else:
+                    r = np.asarray(garr * npd.type(const))
+            else:
+                if values is None:
+                    values = {"g": garr}
+                    for n, v in zip(op.attrs, attrs):
+                        values[n] = v
+                kp = part.kernels.get(cd)
+                if kp is None:
+                    kp = part.kernel(cd)
+                k, params = kp
+                for n in params:
+                    if n not in values:  # saved for this input's partial (OpDef.saves_of)
+                        values[n] = node.array(n)
+                r = k(*[values[n] for n in params])
+                if type(r) is not np.ndarray:
+                    r = np.asarray(r)
+            if cplx and not node._in_meta[i][1].is_complex:
+                r = r.real.copy()  # a real input's gradient is the real part (PyTorch)
+            out.append(g if r is g._data else _make(r))
         return tuple(out)
     ns = dict(tensor_namespace())
     ns["where"] = typed_where(g.dtype)  # where(c, 1, 0.5): numbers take the gradient's dtype
-    for n in op.saves:
+    for n in node.saved or ():
         ns[n] = node.unpack(n)
     for n, v in zip(op.attrs, attrs):
         ns[n] = v
+    cplx = cd.startswith("complex")
     for i, part in enumerate(parts):
         if part is None or nf[i][0] is None:
             out.append(None)
             continue
-        out.append(g * eval(part.code, ns))
+        r = part.evaluate(ns, g, cplx)
+        if r._dtype.is_complex and not node._in_meta[i][1].is_complex:
+            r = _fns().real(r)
+        out.append(r)
     return tuple(out)
 
 
 def pointwise_jvp(op, inputs, attrs, out):
-    """Forward mode: give ``out`` the tangent ``sum_i t_i * partial_i`` (same partials)."""
+    """Forward mode: give ``out`` the tangent ``sum_i t_i * partial_i`` (same partials, same
+    select form), or the op's own ``jvp_formula``."""
     tans = [tangent_of(x) for x in inputs]
     if all(t is None for t in tans) or not out.dtype.is_inexact:
         return
@@ -239,13 +366,25 @@ def pointwise_jvp(op, inputs, attrs, out):
                 ns[n] = v
             total = None
             nd = out.ndim
-            for part, t in zip(parts, tans):
-                if part is None or t is None:
+            own = None
+            if op.hints.get("jvp_formula") or op.hints.get("complex_jvp_formula"):
+                own = _jvp_formula(
+                    op,
+                    any(isinstance(x, Tensor) and x._dtype.is_complex for x in inputs),
+                    tuple(n for n, t in zip(op.args, tans) if t is None),
+                )
+            for i, t in enumerate(tans):
+                if t is None:
                     continue
                 if batch_dims and t.ndim - 1 < nd:  # keep the batch dim in front of out's
                     t = t.reshape(t.shape[0], *((1,) * (nd - t.ndim + 1)), *t.shape[1:])
-                term = t * eval(part.code, ns)
-                total = term if total is None else total + term
+                if own is not None:
+                    ns["t_" + op.args[i]] = t
+                elif parts[i] is not None:
+                    term = parts[i].evaluate(ns, t)
+                    total = term if total is None else total + term
+            if own is not None:
+                total = eval(own, ns)
         if total is not None:
             full = tuple(total.shape[:batch_dims]) + tuple(out.shape)
             if tuple(total.shape) != full:

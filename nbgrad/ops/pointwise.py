@@ -15,11 +15,44 @@ from .formula import vjp_of
 from .registry import FUNCTION, INPLACE, METHOD, OUT, OpDef, register
 
 LN2 = "0.6931471805599453"
+
+
+def no_complex(msg, exc=NotImplementedError):
+    """Hint: PyTorch does not implement the op for complex dtypes (``%s``: the dtype name)."""
+    return {"complex_error": (exc, msg)}
+
+
+CLAMP_NO_COMPLEX = no_complex("clamp is not supported for complex types")
+
+
+def pow_forward(x, p):
+    """numpy forward of ``pow`` by a scalar: vocab.spow's special cases (PyTorch's), else C pow;
+    decided once per call, not per element as in the kernel."""
+    if p == 2:
+        return np.multiply(x, x)
+    if p == 0.5:
+        return np.sqrt(x)
+    if p == 3:
+        return x * x * x
+    if p == -0.5:
+        return np.divide(1, np.sqrt(x))
+    if p == -1:
+        return np.divide(1, x)
+    if p == -2:
+        return np.divide(1, x * x)
+    return np.power(x, p)
+
+
 ALL = (FUNCTION, METHOD, INPLACE, OUT)
 NONE = ()  # an overload: reached through its base op's public function
 
 
-def pointwise(name, formula, partials, node, args=("x",), variants=ALL, **kw):
+# Overloads declared here but not (yet) in REGISTRY: every registry op needs a row in
+# testing/op_db.py, which these do not have yet; tests/test_trust_pointwise.py covers them.
+UNLISTED = {}
+
+
+def pointwise(name, formula, partials, node, args=("x",), variants=ALL, listed=True, **kw):
     op = OpDef(
         name,
         "pointwise",
@@ -31,6 +64,9 @@ def pointwise(name, formula, partials, node, args=("x",), variants=ALL, **kw):
         **kw,
     )
     op.vjp = vjp_of(op)
+    if not listed:
+        UNLISTED[name] = op
+        return op
     return register(op)
 
 
@@ -75,7 +111,7 @@ unary("expm1", "expm1(x)", "out + 1", "Expm1Backward0", numpy=np.expm1, rule="fl
 unary("sqrt", "sqrt(x)", "0.5 / out", "SqrtBackward0", numpy=np.sqrt, rule="float", domain=(0.1, 5))
 unary(
     "rsqrt",
-    "1 / sqrt(x)",
+    "rsqrt(x)",
     "-0.5 * out * out * out",
     "RsqrtBackward0",
     rule="float",
@@ -88,45 +124,217 @@ unary(
 )
 unary("tanh", "tanh(x)", "1 - out * out", "TanhBackward0", numpy=np.tanh, rule="float")
 unary("sigmoid", "1 / (1 + exp(-x))", "out * (1 - out)", "SigmoidBackward0", rule="float")
-unary("relu", "where(x > 0, x, 0)", "where(out > 0, 1, 0)", "ReluBackward0", kinks=(0.0,))
+# relu(nan) is nan and relu(-0.0) is -0.0; its backward is threshold_backward: zero where out <= 0
 unary(
-    "abs", "fabs(x)", "sign(x)", "AbsBackward0", numpy=np.abs, kinks=(0.0,), aliases=("absolute",)
+    "relu",
+    "where(x < 0, 0, x)",
+    "where(out <= 0, 0, 1)",
+    "ReluBackward0",
+    kinks=(0.0,),
+    **CLAMP_NO_COMPLEX,
 )
-unary("sign", "sign(x)", "0", "SignBackward0", numpy=np.sign, kinks=(0.0,))
+# abs of a complex tensor is real; its gradient is g * sgn(z) (no conjugate: not holomorphic)
+unary(
+    "abs",
+    "fabs(x)",
+    "sign(x)",
+    "AbsBackward0",
+    numpy=np.abs,
+    kinks=(0.0,),
+    aliases=("absolute",),
+    rule="real",
+    complex_partials=("where(x == 0, 0, x / fabs(x))",),
+    complex_jvp_formula="real(conj(t_x) * where(x == 0, 0, x / fabs(x)))",
+)
+unary(  # sign(nan) is 0, not numpy's nan
+    "sign",
+    "sign(x)",
+    "0",
+    "SignBackward0",
+    kinks=(0.0,),
+    **no_complex(
+        "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+        "torch.sgn instead."
+    ),
+)
 unary("reciprocal", "1 / x", "-out * out", "ReciprocalBackward0", rule="float", domain=(0.5, 3))
-unary("erf", "erf(x)", "1.1283791670955126 * exp(-x * x)", "ErfBackward0", rule="float")
-unary("floor", "floor(x)", "0", "FloorBackward0", numpy=np.floor, kinks="int")
-unary("ceil", "ceil(x)", "0", "CeilBackward0", numpy=np.ceil, kinks="int")
-unary("round", "rint(x)", "0", "RoundBackward0", numpy=np.rint, kinks="half")
-unary("trunc", "trunc(x)", "0", "TruncBackward0", numpy=np.trunc, kinks="int")
+unary(
+    "erf",
+    "erf(x)",
+    "1.1283791670955126 * exp(-x * x)",
+    "ErfBackward0",
+    rule="float",
+    **no_complex("\"erf_vml_cpu\" not implemented for '%s'"),
+)
+unary(
+    "floor",
+    "floor(x)",
+    "0",
+    "FloorBackward0",
+    numpy=np.floor,
+    kinks="int",
+    **no_complex("floor is not supported for complex inputs"),
+)
+unary(
+    "ceil",
+    "ceil(x)",
+    "0",
+    "CeilBackward0",
+    numpy=np.ceil,
+    kinks="int",
+    **no_complex("ceil is not supported for complex inputs"),
+)
+unary(
+    "round",
+    "rint(x)",
+    "0",
+    "RoundBackward0",
+    numpy=np.rint,
+    kinks="half",
+    **no_complex("\"round_vml_cpu\" not implemented for '%s'"),
+)
+# round(decimals=d): PyTorch's nearbyint(x * 10^d) / 10^d, or nearbyint(x / 10^-d) * 10^-d (neg)
+unary(
+    "round.decimals",
+    "where(neg, rint(x / t) * t, rint(x * t) / t)",
+    "0",
+    "RoundBackward1",
+    attrs=("t", "neg"),
+    variants=NONE,
+    listed=False,
+    **no_complex("\"round_cpu\" not implemented for '%s'"),
+)
+unary(
+    "trunc",
+    "trunc(x)",
+    "0",
+    "TruncBackward0",
+    numpy=np.trunc,
+    kinks="int",
+    **no_complex("trunc is not supported for complex inputs"),
+)
 # scalar attributes: the exponent p, the base c, clamp bounds lo/hi, masked_fill's value v
 unary(
     "pow",
-    "x ** p",
-    "where(p == 0, 0, p * x ** (p - 1))",
+    "spow(x, p)",
+    "where(p == 0, 0, p * spow(x, p - 1))",
     "PowBackward0",
+    numpy=pow_forward,
+    numpy_attrs=True,
     attrs=("p",),
+    saved_names={"self": "x", "exponent": "p"},
     domain=(0.5, 2),
 )
-unary("rpow", "c ** x", "out * log(c)", "PowBackward2", attrs=("c",), rule="float", variants=NONE)
+unary(
+    "rpow",
+    "c ** x",
+    # pow_backward_exponent: 0 (not 0 * -inf) where the base is 0, multiplying the gradient
+    "noselect(where((c == 0) & (x >= 0), 0, out * log(c)))",
+    "PowBackward2",
+    complex_partials=(
+        "noselect(where((c == 0) & (x == real(x)) & (real(x) == fabs(real(x))), 0, "
+        "conj(out * log(c))))",
+    ),
+    attrs=("c",),
+    rule="float",
+    variants=NONE,
+    saved_names={"self": "c", "exponent": "x", "result": "out"},
+)
+# clamp is PyTorch's min(max(x, lo), hi) with std::max/std::min (NaN x stays NaN, -0.0 kept,
+# lo > hi gives hi); a NaN bound makes every result NaN
+CLAMP_LO = "where(x < lo, lo, x)"
+CLAMP = "where((lo != lo) | (hi != hi), lo + hi, where(hi < {0}, hi, {0}))".format(CLAMP_LO)
 unary(
     "clamp",
-    "where(x < lo, lo, where(x > hi, hi, x))",
+    CLAMP,
     "where((x >= lo) & (x <= hi), 1, 0)",
     "ClampBackward1",
     attrs=("lo", "hi"),
+    saved_names={"self": "x", "min": "lo", "max": "hi"},
     aliases=("clip",),
+    **CLAMP_NO_COMPLEX,
 )
 unary(
-    "clamp_min", "where(x < lo, lo, x)", "where(x >= lo, 1, 0)", "ClampMinBackward0", attrs=("lo",)
+    "clamp_min",
+    "where(lo != lo, lo, where(x < lo, lo, x))",
+    "where(x >= lo, 1, 0)",
+    "ClampMinBackward0",
+    attrs=("lo",),
+    saved_names={"self": "x", "min": "lo"},
+    **CLAMP_NO_COMPLEX,
 )
 unary(
-    "clamp_max", "where(x > hi, hi, x)", "where(x <= hi, 1, 0)", "ClampMaxBackward0", attrs=("hi",)
+    "clamp_max",
+    "where(hi != hi, hi, where(hi < x, hi, x))",
+    "where(x <= hi, 1, 0)",
+    "ClampMaxBackward0",
+    attrs=("hi",),
+    saved_names={"self": "x", "max": "hi"},
+    **CLAMP_NO_COMPLEX,
 )
+# tensor bounds (clamp.Tensor): the same maths; the bounds get PyTorch's
+# clamp_backward_min_max gradients
+CLAMP_NAMES = {"self": "x", "min": "lo", "max": "hi"}
+CLAMP_MIN = "where(lo != lo, lo, where(x < lo, lo, x))"
+CLAMP_MAX = "where(hi != hi, hi, where(hi < x, hi, x))"
+pointwise(
+    "clamp.Tensor",
+    CLAMP,
+    (
+        "where((x >= lo) & (x <= hi), 1, 0)",
+        "where((x < lo) & (lo < hi), 1, 0)",
+        "where((x > hi) | (hi < lo), 1, 0)",
+    ),
+    "ClampBackward0",
+    args=("x", "lo", "hi"),
+    variants=NONE,
+    saved_names=CLAMP_NAMES,
+    listed=False,
+    # PyTorch's clamp_jvp: the tangent of whichever value is returned
+    jvp_formula="where(lo > hi, t_hi, where(x < lo, t_lo, where(x > hi, t_hi, t_x)))",
+    **CLAMP_NO_COMPLEX,
+)
+# clamp(x, min=T) and clamp_min(x, T): same maths and backward, different nodes and tangents
+# (PyTorch's clamp_jvp picks t_x only where x > lo; clamp_min.Tensor's where x >= lo)
+for _name, _node, _cmp in (
+    ("clamp.Tensor_min", "ClampBackward0", ">"),
+    ("clamp_min.Tensor", "ClampMinBackward1", ">="),
+):
+    pointwise(
+        _name,
+        CLAMP_MIN,
+        ("where(x >= lo, 1, 0)", "where(x < lo, 1, 0)"),
+        _node,
+        args=("x", "lo"),
+        variants=NONE,
+        saved_names=CLAMP_NAMES,
+        listed=False,
+        jvp_formula="where(x %s lo, t_x, t_lo)" % _cmp,
+        **CLAMP_NO_COMPLEX,
+    )
+for _name, _node, _cmp in (
+    ("clamp.Tensor_max", "ClampBackward0", "<"),
+    ("clamp_max.Tensor", "ClampMaxBackward1", "<="),
+):
+    pointwise(
+        _name,
+        CLAMP_MAX,
+        ("where(x <= hi, 1, 0)", "where(x > hi, 1, 0)"),
+        _node,
+        args=("x", "hi"),
+        variants=NONE,
+        saved_names=CLAMP_NAMES,
+        listed=False,
+        jvp_formula="where(x %s hi, t_x, t_hi)" % _cmp,
+        **CLAMP_NO_COMPLEX,
+    )
 
 binary("add", "x + y", "1", "1", "AddBackward0", numpy=np.add)
 binary("sub", "x - y", "1", "-1", "SubBackward0", numpy=np.subtract, aliases=("subtract",))
 binary("rsub", "y - x", "-1", "1", "RsubBackward1", variants=(FUNCTION,))
+binary(
+    "rsub.Tensor", "y - x", "-1", "1", "RsubBackward0", variants=NONE, listed=False
+)  # rsub(x, tensor)
 binary("mul", "x * y", "y", "x", "MulBackward0", numpy=np.multiply, aliases=("multiply",))
 binary(
     "div",
@@ -138,52 +346,119 @@ binary(
     rule="float",
     domain_y=(0.5, 3),
     aliases=("divide", "true_divide"),
+    jvp_formula="(t_x - t_y * out) / y",  # PyTorch's: one division (no inf - inf at y = 0)
+)
+# div(rounding_mode=...): a step function, zero gradient (zeros, whatever the gradient holds)
+binary(
+    "div.floor",
+    "floor(x / y)",
+    "0",
+    "0",
+    "DivBackward2",
+    numpy=np.floor_divide,
+    variants=NONE,
+    listed=False,
+    **no_complex("\"div_floor_cpu\" not implemented for '%s'"),
+)
+binary(
+    "div.trunc",
+    "trunc(x / y)",
+    "0",
+    "0",
+    "DivBackward2",
+    numpy=lambda a, b: np.trunc(np.true_divide(a, b)),  # a true division, then trunc
+    variants=NONE,
+    listed=False,
+    **no_complex("\"div_trunc_cpu\" not implemented for '%s'"),
 )
 binary(
     "pow.Tensor",
     "x ** y",
     "where(y == 0, 0, y * x ** (y - 1))",
-    "where((x == 0) & (y >= 0), 0, out * log(x))",
+    "noselect(where((x == 0) & (y >= 0), 0, out * log(x)))",
     "PowBackward1",
+    complex_partials=(
+        None,
+        "noselect(where((x == 0) & (y == real(y)) & (real(y) == fabs(real(y))), 0, "
+        "conj(out * log(x))))",
+    ),
+    saved_names={"self": "x", "exponent": "y", "result": "out"},
     domain=(0.5, 2),
     variants=NONE,
 )
+# maximum/minimum: the gradient is masked out only where the other input wins, so a NaN input
+# (nothing wins) gives both the gradient; forward mode is PyTorch's other_t + m * (self_t -
+# other_t) with m = where(x == y, 0.5, x > y), NaN-multiplying (jvp_formula)
 binary(
     "maximum",
     "maximum(x, y)",
-    "where(x > y, 1, where(x == y, 0.5, 0))",
-    "where(y > x, 1, where(x == y, 0.5, 0))",
+    "where(x < y, 0, where(x == y, 0.5, 1))",
+    "where(x > y, 0, where(x == y, 0.5, 1))",
     "MaximumBackward0",
     numpy=np.maximum,
     variants=(FUNCTION, METHOD, OUT),
+    jvp_formula="t_y + ((x > y) + 0.5 * (x == y)) * (t_x - t_y)",
+    **no_complex("maximum not implemented for complex tensors.", RuntimeError),
 )
 binary(
     "minimum",
     "minimum(x, y)",
-    "where(x < y, 1, where(x == y, 0.5, 0))",
-    "where(y < x, 1, where(x == y, 0.5, 0))",
+    "where(x > y, 0, where(x == y, 0.5, 1))",
+    "where(x < y, 0, where(x == y, 0.5, 1))",
     "MinimumBackward0",
     numpy=np.minimum,
     variants=(FUNCTION, METHOD, OUT),
+    jvp_formula="t_y + ((x < y) + 0.5 * (x == y)) * (t_x - t_y)",
+    **no_complex("minimum not implemented for complex tensors.", RuntimeError),
 )
-unary("remainder", "x - floor(x / y) * y", "1", "RemainderBackward0", attrs=("y",))
+REMAINDER_NO_COMPLEX = no_complex("\"remainder_cpu\" not implemented for '%s'")
+# PyTorch's remainder: fmod, moved by y where its sign differs from y's (x - floor(x / y) * y
+# is wrong where x / y rounds to an integer: 1 % 0.1 would be -5.6e-17)
+REMAINDER = "where((fmod(x, y) != 0) & ((y < 0) != (fmod(x, y) < 0)), fmod(x, y) + y, fmod(x, y))"
+unary(
+    "remainder",
+    REMAINDER,
+    "1",
+    "RemainderBackward0",
+    attrs=("y",),
+    numpy=np.remainder,  # bitwise PyTorch's (the formula: for the CUDA kernels)
+    numpy_attrs=True,
+    **REMAINDER_NO_COMPLEX,
+)
 binary(
     "remainder.Tensor",
-    "x - floor(x / y) * y",
+    REMAINDER,
     "1",
-    "-floor(x / y)",
+    "-floor_divide(x, y)",
     "RemainderBackward1",
+    **REMAINDER_NO_COMPLEX,
     numpy=np.remainder,
     domain_y=(0.5, 3),
     variants=NONE,
 )
-binary("lerp", "x + w * (y - x)", "1 - w", "w", "LerpBackward0", attrs=("w",))
+# PyTorch's lerp: x + w * (y - x) for |w| < 0.5, else y - (y - x) * (1 - w) (exact at w = 1,
+# and lerp(inf, 0, 0.5) is inf)
+LERP = "where(fabs(w) < 0.5, x + w * (y - x), y - (y - x) * (1 - w))"
+# forward mode: PyTorch's lerp of the tangents (same split), plus t_w * (y - x) for a tensor w
+LERP_T = "where(fabs(w) < 0.5, t_x + w * (t_y - t_x), t_y - (t_y - t_x) * (1 - w))"
+binary(
+    "lerp",
+    LERP,
+    "1 - w",
+    "w",
+    "LerpBackward0",
+    attrs=("w",),
+    saved_names={"weight": "w"},
+    jvp_formula=LERP_T,
+)
 pointwise(
     "lerp.Tensor",
-    "x + w * (y - x)",
+    LERP,
     ("1 - w", "w", "y - x"),
     "LerpBackward1",
     args=("x", "y", "w"),
+    jvp_formula=LERP_T + " + t_w * (y - x)",
+    saved_names={"self": "x", "end": "y", "weight": "w"},
     variants=NONE,
 )
 pointwise(
@@ -192,6 +467,7 @@ pointwise(
     (None, "where(c, 1, 0)", "where(c, 0, 1)"),
     "WhereBackward0",
     args=("c", "x", "y"),
+    saved_names={"condition": "c"},
     bool_args=("c",),
     variants=(FUNCTION, OUT),
 )
@@ -201,9 +477,28 @@ pointwise(
     ("where(m, 0, 1)", None),
     "MaskedFillBackward0",
     args=("x", "m"),
+    saved_names={"mask": "m"},
     attrs=("v",),
     bool_args=("m",),
     variants=(FUNCTION, METHOD, INPLACE),
+)
+pointwise(  # masked_fill with a 0-d tensor value: the value gets the masked gradient's sum
+    "masked_fill.Tensor",
+    "where(m, v, x)",
+    ("where(m, 0, 1)", None, "where(m, 1, 0)"),
+    "MaskedFillBackward1",
+    args=("x", "m", "v"),
+    bool_args=("m",),
+    variants=NONE,
+    saved_names={"mask": "m"},
+    listed=False,
+)
+
+# internal: differentiable conj and real part for the complex backward (ops/formula.py); a
+# partial that uses g is the whole backward expression
+pointwise("conj", "conj(x)", ("conj(g)",), "ConjPhysicalBackward0", variants=NONE, listed=False)
+pointwise(
+    "real", "real(x)", ("real(g)",), "RealBackward0", variants=NONE, listed=False, rule="real"
 )
 
 # activations behind nn.functional (their public functions are F.gelu, F.silu, ...)
@@ -219,6 +514,7 @@ unary(
     "GeluBackward0",
     rule="float",
     variants=NONE,
+    **no_complex("\"GeluKernelImpl\" not implemented for '%s'"),
 )
 unary(
     "gelu.tanh",
@@ -228,6 +524,7 @@ unary(
     "GeluBackward0",
     rule="float",
     variants=NONE,
+    **no_complex("\"GeluKernelImpl\" not implemented for '%s'"),
 )
 unary(
     "silu",
@@ -236,6 +533,10 @@ unary(
     "SiluBackward0",
     rule="float",
     variants=NONE,
+    **no_complex(
+        "silu does not support automatic differentiation for outputs with complex dtype.",
+        RuntimeError,
+    ),
 )
 unary(
     "softplus",
@@ -245,13 +546,16 @@ unary(
     attrs=("beta", "threshold"),
     rule="float",
     variants=NONE,
+    **no_complex("\"softplus_cpu\" not implemented for '%s'"),
 )
 unary(
     "leaky_relu",
     "where(x > 0, x, x * slope)",
     "where(x > 0, 1, slope)",
     "LeakyReluBackward0",
+    **no_complex("\"leaky_relu_cpu\" not implemented for '%s'"),
     attrs=("slope",),
+    saved_names={"self": "x", "negative_slope": "slope"},
     kinks=(0.0,),
     variants=NONE,
 )

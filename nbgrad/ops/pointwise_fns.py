@@ -11,12 +11,23 @@ import numpy as np
 from .. import dtypes as _dt
 from .._tensor import Tensor
 from ..creation import tensor
-from . import pointwise as _table  # noqa: F401  (fills the registry)
-from .dispatch import binary, broadcast_error, pointwise, unary
+from . import pointwise as _table  # (fills the registry)
+from .dispatch import binary, broadcast_error, needs_grad, pointwise, unary
 from .indexing import nonzero
-from .registry import FUNCTION, INPLACE, METHOD, OUT, REGISTRY, implements, op, write_out
+from .registry import (
+    FUNCTION,
+    INPLACE,
+    METHOD,
+    OUT,
+    REGISTRY,
+    implements,
+    op,
+    result,
+    write_out,
+)
 
 R = REGISTRY
+U = _table.UNLISTED  # overloads without an op_db row yet (not in REGISTRY)
 _make = Tensor._make
 
 
@@ -105,12 +116,44 @@ def generate(op):
 # -- hand-written: PyTorch signatures with more than the operands ---------------------------
 
 
+@implements("abs")
+def abs(input, *, out=None):  # noqa: A001
+    if out is None and isinstance(input, Tensor) and not input._dtype.is_complex:
+        return unary(R["abs"], input)
+    return write_out(pointwise(R["abs"], (_t(input, "abs"),)), out, "abs")  # complex: real
+
+
+def div_floor(input, other):
+    """``div(input, other, rounding_mode='floor')``: the vocabulary's floor_divide, internal."""
+    return div(input, other, rounding_mode="floor")
+
+
+def noselect(input):
+    """The vocabulary's noselect (the identity), internal."""
+    return input
+
+
+def conj(input):
+    """Differentiable complex conjugate (the identity on real tensors); internal, for the
+    complex backward of ops/formula.py."""
+    return pointwise(U["conj"], (input,)) if input._dtype.is_complex else input
+
+
+def real(input):
+    """Differentiable real part (the identity on real tensors); internal, as ``conj``."""
+    return pointwise(U["real"], (input,)) if input._dtype.is_complex else input
+
+
 @implements("round")
-def round(input, *, decimals=0, out=None):  # noqa: A001
-    if decimals:
-        s = 10.0**decimals
-        return write_out(div(unary(R["round"], mul(input, s)), s), out, "round")
-    return write_out(pointwise(R["round"], (_t(input, "round"),)), out, "round")
+def round(input, *, decimals=None, out=None):  # noqa: A001
+    if decimals is None:
+        return write_out(pointwise(R["round"], (_t(input, "round"),)), out, "round")
+    # round.decimals (RoundBackward1, even for decimals=0): floating point only
+    if not _t(input, "round")._dtype.is_inexact:
+        raise NotImplementedError("\"round_cpu\" not implemented for '%s'" % input._dtype._legacy)
+    d = int(decimals)
+    t, neg = 10.0 ** (-d if d < 0 else d), float(d < 0)
+    return write_out(pointwise(U["round.decimals"], (input,), (t, neg)), out, "round")
 
 
 @implements("add")
@@ -144,10 +187,12 @@ def sub(input, other, *, alpha=1, out=None):
 
 @implements("rsub")
 def rsub(input, other, *, alpha=1):
-    """``other - alpha * input`` (what ``2 - t`` calls)."""
+    """``other - alpha * input`` (what ``2 - t`` calls: RsubBackward1; a tensor ``other``:
+    RsubBackward0)."""
     if alpha != 1:
         input = mul(input, alpha)
-    return pointwise(R["rsub"], (input, _operand(other)))
+    other = _operand(other)
+    return pointwise((U["rsub.Tensor"] if isinstance(other, Tensor) else R["rsub"]), (input, other))
 
 
 @implements("mul")
@@ -168,11 +213,13 @@ def div(input, other, *, rounding_mode=None, out=None):
     other = _operand(other)
     if rounding_mode is None:
         res = pointwise(R["div"], (input, other))
+    elif rounding_mode in ("trunc", "floor") and _dt.result_type(input, other).is_inexact:
+        res = pointwise(U["div." + rounding_mode], (input, other))  # DivBackward2: zero grads
     elif rounding_mode == "trunc":
         res = unary(R["trunc"], pointwise(R["div"], (input, other)).detach())
         res = _cast_int_result(res, input, other)
     elif rounding_mode == "floor":
-        res = floor_divide(input, other)
+        res = floor_divide(input, other).detach()
     else:
         raise RuntimeError(
             "div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
@@ -205,20 +252,43 @@ def square(input):
     return pow(input, 2)
 
 
+_CLAMP_OVERLOADS = (
+    " * (Tensor input, Tensor min = None, Tensor max = None, *, Tensor out = None)\n"
+    " * (Tensor input, Number min = None, Number max = None, *, Tensor out = None)\n"
+)
+
+
+def _as_number(b, args):
+    """clamp(x, Tensor, number): PyTorch binds a 0-d tensor that requires no grad to its Number
+    overload; any other tensor next to a number matches no overload."""
+    if b._data.ndim or b._requires_grad:
+        raise TypeError(
+            "clamp() received an invalid combination of arguments - got (%s), but expected one "
+            "of:\n%s" % (", ".join(["Tensor"] + [type(a).__name__ for a in args]), _CLAMP_OVERLOADS)
+        )
+    return b.item()
+
+
 @implements("clamp")
 def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    if isinstance(min, Tensor) or isinstance(max, Tensor):
-        r = input
-        if min is not None:
-            r = maximum(r, min)
-        if max is not None:
-            r = minimum(r, max)
+    if min is not None and max is not None and isinstance(min, Tensor) != isinstance(max, Tensor):
+        args = (min, max)
+        min = _as_number(min, args) if isinstance(min, Tensor) else min
+        max = _as_number(max, args) if isinstance(max, Tensor) else max
+    if isinstance(min, Tensor) or isinstance(max, Tensor):  # clamp.Tensor: ClampBackward0
+        if min is None:
+            r = pointwise(U["clamp.Tensor_max"], (input, max))
+        elif max is None:
+            r = pointwise(U["clamp.Tensor_min"], (input, min))
+        else:
+            r = pointwise(U["clamp.Tensor"], (input, min, max))
         return write_out(r, out, "clamp")
     if not input._dtype.is_inexact:
-        lo = min if min is not None else None
-        return write_out(_make(np.clip(input._data, lo, max)), out, "clamp")
+        if not isinstance(min, float) and not isinstance(max, float):
+            return write_out(_make(np.clip(input._data, min, max)), out, "clamp")
+        input = input.to(_dt._default[0])  # an int tensor clamped to a float bound is float
     lo = -math.inf if min is None else float(min)
     hi = math.inf if max is None else float(max)
     return write_out(pointwise(R["clamp"], (input,), (lo, hi)), out, "clamp")
@@ -226,14 +296,18 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
 
 @implements("clamp_min")
 def clamp_min(input, min, *, out=None):  # noqa: A002
-    if isinstance(min, Tensor) or not input._dtype.is_inexact:
+    if isinstance(min, Tensor):
+        return write_out(pointwise(U["clamp_min.Tensor"], (input, min)), out, "clamp_min")
+    if not input._dtype.is_inexact:
         return clamp(input, min=min, out=out)
     return write_out(pointwise(R["clamp_min"], (input,), (float(min),)), out, "clamp_min")
 
 
 @implements("clamp_max")
 def clamp_max(input, max, *, out=None):  # noqa: A002
-    if isinstance(max, Tensor) or not input._dtype.is_inexact:
+    if isinstance(max, Tensor):
+        return write_out(pointwise(U["clamp_max.Tensor"], (input, max)), out, "clamp_max")
+    if not input._dtype.is_inexact:
         return clamp(input, max=max, out=out)
     return write_out(pointwise(R["clamp_max"], (input,), (float(max),)), out, "clamp_max")
 
@@ -257,6 +331,10 @@ def remainder(input, other, *, out=None):
     if not isinstance(input, Tensor):
         input = tensor(input)
     other = _operand(other)
+    if not _dt.result_type(input, other).is_inexact:  # integer remainder by zero: PyTorch raises
+        b = other._data if isinstance(other, Tensor) else other
+        if np.any(np.asarray(b) == 0):
+            raise RuntimeError("ZeroDivisionError")
     if isinstance(other, Tensor):
         return write_out(pointwise(R["remainder.Tensor"], (input, other)), out, "remainder")
     return write_out(pointwise(R["remainder"], (input,), (other,)), out, "remainder")
@@ -297,17 +375,25 @@ def masked_fill(input, mask, value):
                 "masked_fill_ only supports a 0-dimensional value tensor, but got "
                 "tensor with %d dimension(s)." % value._data.ndim
             )
+        if input._dtype.is_inexact:  # MaskedFillBackward1: the value gets a gradient too
+            if value._dtype is not input._dtype:
+                value = value.to(input._dtype)
+            return pointwise(U["masked_fill.Tensor"], (input, mask, value), contiguous=True)
         value = value.item()
     if not input._dtype.is_inexact:
         arr = np.where(mask._data, value, input._data).astype(input._data.dtype)
         return _make(arr)
-    return pointwise(R["masked_fill"], (input, mask), (float(value),))
+    # PyTorch clones the input contiguous, then fills: the result is C-contiguous
+    value = value if isinstance(value, complex) else float(value)
+    return pointwise(R["masked_fill"], (input, mask), (value,), contiguous=True)
 
 
 @implements("floor_divide")
 def floor_divide(input, other, *, out=None):
     o = _operand(other)
     dt = _dt.result_type(input, o)
+    if dt.is_complex:
+        raise NotImplementedError("\"div_floor_cpu\" not implemented for '%s'" % dt._legacy)
     a = input._data.astype(dt.np, copy=False)
     b = o._data.astype(dt.np, copy=False) if isinstance(o, Tensor) else o
     if not dt.is_inexact and np.any(np.asarray(b) == 0):
@@ -316,7 +402,15 @@ def floor_divide(input, other, *, out=None):
         r = np.floor_divide(a, b)
     except ValueError:
         raise broadcast_error((input, o)) from None
-    return write_out(_make(np.asarray(r).astype(dt.np, copy=False)), out, "floor_divide")
+    r = np.asarray(r).astype(dt.np, copy=False)
+    if dt.is_inexact and needs_grad((input, o)):  # PyTorch: a node whose backward raises
+        res = result(r, "torch::autograd::NotImplemented", (input, o), _floor_divide_vjp)
+        return write_out(res, out, "floor_divide")
+    return write_out(_make(r), out, "floor_divide")
+
+
+def _floor_divide_vjp(node, grads):
+    raise RuntimeError("derivative for aten::floor_divide is not implemented")
 
 
 @op("equal", "compare", variants=(FUNCTION, METHOD))

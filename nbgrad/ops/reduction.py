@@ -1,8 +1,10 @@
 """Reductions: sum mean prod amax amin max min argmax argmin var std norm logsumexp cumsum all
 any.  Forward: Numba kernels over an (outer, n, inner) layout; backward: nbgrad ops."""
 
+import builtins
 import collections
 import math
+import warnings
 
 import numpy as np
 
@@ -12,7 +14,7 @@ from ..autograd.batching import batched, lead
 from ..creation import zeros
 from ..grad_mode import no_grad
 from ..kernels.cpu import reduce as K
-from .pointwise_fns import abs as _abs, maximum, minimum, sign, where
+from .pointwise_fns import abs as _abs, conj, maximum, minimum, sign, where
 from .registry import FUNCTION, LINEAR, METHOD, OUT, op
 
 FM, FMO = (FUNCTION, METHOD), (FUNCTION, METHOD, OUT)
@@ -50,7 +52,8 @@ def to3d(a, dims):
     keep = [d for d in range(nd) if d not in dims]
     t = np.ascontiguousarray(a.transpose(keep + list(dims)))
     outer = int(np.prod([shape[d] for d in keep], dtype=np.int64))
-    return t.reshape(outer, -1, 1)
+    n = int(np.prod([shape[d] for d in dims], dtype=np.int64))
+    return t.reshape(outer, n, 1)  # not (outer, -1, 1): ambiguous when outer is 0
 
 
 def out_shape(shape, dims, keepdim):
@@ -90,6 +93,10 @@ def _grad_to(g, shape, dims, keepdim):
 # -- sum / mean --------------------------------------------------------------------------------
 
 
+def _sum_kernel(a):
+    return K.csum_fwd_cpu if a.dtype.kind == "c" else K.sum_fwd_cpu
+
+
 @batched
 def _sum_vjp(node, grads):
     shape, dims, keepdim = node.attrs
@@ -126,7 +133,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
         r, _ = _run(K.isum_fwd_cpu, a.astype(np.int64, copy=False), dims, keepdim, np.int64)
     else:
         a = a.astype(_dt.float32.np if d is _dt.float16 else d.np, copy=False)
-        r, _ = _run(K.sum_fwd_cpu, a, dims, keepdim, a.dtype)
+        r, _ = _run(_sum_kernel(a), a, dims, keepdim, a.dtype)
     if r is None:
         r = np.zeros(out_shape(x._data.shape, dims, keepdim), a.dtype)
     return sum.op.record(
@@ -157,7 +164,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     n = int(np.prod([x._data.shape[d] for d in dims], dtype=np.int64)) if x._data.ndim else 1
     d = _dt.as_dtype(dtype) or x._dtype
     a = _compute_arr(x).astype(_dt.float32.np if d is _dt.float16 else d.np, copy=False)
-    r, _ = _run(K.sum_fwd_cpu, a, dims, keepdim, a.dtype)
+    r, _ = _run(_sum_kernel(a), a, dims, keepdim, a.dtype)
     if r is None:
         r = np.full(out_shape(x._data.shape, dims, keepdim), np.nan, a.dtype)
     else:
@@ -181,9 +188,9 @@ def _prod_vjp(node, grads):
     g = _grad_to(grads[0], shape, dims, keepdim)
     o = _unsqueeze_to(out, shape, dims, keepdim)
     if not np.any(x._data == 0):
-        return (g * o / x,)
+        return (g * conj(o / x),)  # PyTorch: grad * (result / input).conj()
     # zeros present: product of all the other elements, computed directly (first order only)
-    xa = x._data.astype(np.float64)
+    xa = x._data.astype(np.complex128 if x._dtype.is_complex else np.float64)
     others = np.empty_like(xa)
     it = np.nditer(xa, flags=["multi_index"])
     for _ in it:
@@ -193,7 +200,7 @@ def _prod_vjp(node, grads):
         pos = tuple(idx[d] for d in range(xa.ndim) if d in dims)
         block[pos] = 1.0
         others[idx] = block.prod()
-    return (g * _make(others.astype(x._data.dtype)),)
+    return (g * _make(np.conj(others).astype(x._data.dtype)),)
 
 
 @op(
@@ -232,7 +239,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
 
 @batched
 def _evenly_vjp(node, grads):
-    """amax/amin and full max/min: the gradient is shared evenly between tied extremes."""
+    """amax/amin: the gradient is shared evenly between tied extremes, PyTorch's
+    ``grad / count * mask`` (a multiply: NaN where a NaN input makes the count 0)."""
     shape, dims, keepdim = node.attrs
     x = node.unpack("x")
     out = node.unpack("out")
@@ -240,20 +248,63 @@ def _evenly_vjp(node, grads):
     o = _unsqueeze_to(out, shape, dims, keepdim)
     mask = x == o
     count = mask.sum(dim=dims, keepdim=True)
-    return (g * mask / count,)
+    return (g / count * mask,)
 
 
-def _extreme(x, dim, keepdim, take_max, opdef, overload=None):
-    if x._data.size == 0 and (dim is None or x._data.shape[_wrap_dim(dim, x._data.ndim)] == 0):
-        raise RuntimeError(
-            "%s(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
-            "reduction dim with the 'dim' argument." % ("max" if take_max else "min")
-        )
+@batched
+def _evenly_select_vjp(node, grads):
+    """Full max()/min(): PyTorch's evenly_distribute_backward selects -- the gradient, divided by
+    the number of ties, goes to the elements equal to the result (to the NaNs if it is NaN),
+    zeros elsewhere, whatever the gradient holds."""
+    shape, dims, keepdim = node.attrs
+    x = node.unpack("x")
+    out = node.unpack("out")
+    g = _grad_to(grads[0], shape, dims, keepdim)
+    o = _unsqueeze_to(out, shape, dims, keepdim)
+    mask = x.isnan() if bool(np.isnan(out._data).any()) else x == o
+    count = mask.sum(dim=dims, keepdim=True)
+    return (where(mask, g / count, 0.0),)
+
+
+def _empty_dim_check(x, dim, name, wrapped=False):
+    """PyTorch's errors for a reduction without identity (max, argmax, ...) over nothing: no
+    ``dim`` and no elements, or a reduced dim of size 0 (named as given, or wrapped)."""
+    shape = x._data.shape
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
+        if x._data.size == 0:
+            msg = "%s(): Expected reduction dim to be specified for input.numel() == 0." % name
+            if name.startswith("arg"):
+                raise IndexError(msg)
+            raise RuntimeError(msg + " Specify the reduction dim with the 'dim' argument.")
+        return
+    for d in dim if isinstance(dim, (list, tuple)) else (dim,):
+        w = _wrap_dim(d, len(shape))
+        if shape and shape[w] == 0:
+            raise IndexError(
+                "%s(): Expected reduction dim %d to have non-zero size."
+                % (name, w if wrapped else d)
+            )
+
+
+def _no_complex(x, msg, exc=RuntimeError):
+    if x._dtype.is_complex:
+        raise exc(msg % x._dtype._legacy if "%s" in msg else msg)
+
+
+def _extreme(x, dim, keepdim, take_max, opdef, overload=None, name=None):
+    word = "max" if take_max else "min"
+    if name is None:  # max()/min()
+        _no_complex(x, "\"%s_all\" not implemented for '%%s'" % word, NotImplementedError)
+    else:
+        _no_complex(x, "\"%s_values_cpu\" not implemented for '%%s'" % word, NotImplementedError)
+    _empty_dim_check(x, dim, name or word)
     dims = _dims(dim, x._data.ndim)
     a = _compute_arr(x)
     if a.dtype == np.bool_:
         a = a.astype(np.int64)
     r, _ = _run(K.amax_fwd_cpu, a, dims, keepdim, a.dtype, take_max)
+    if r is None:  # a reduced dim of size 0 with no elements at all to reduce: empty result
+        r = np.empty(out_shape(x._data.shape, dims, keepdim), a.dtype)
     return opdef.record(
         r.astype(x._data.dtype, copy=False),
         (x,),
@@ -272,7 +323,7 @@ def _extreme(x, dim, keepdim, take_max, opdef, overload=None):
     kernels=CPU,
 )
 def amax(input, dim=(), keepdim=False):
-    return _extreme(input, dim if dim != () else None, keepdim, True, amax.op)
+    return _extreme(input, dim if dim != () else None, keepdim, True, amax.op, name="amax")
 
 
 @op(
@@ -285,14 +336,16 @@ def amax(input, dim=(), keepdim=False):
     kernels=CPU,
 )
 def amin(input, dim=(), keepdim=False):
-    return _extreme(input, dim if dim != () else None, keepdim, False, amin.op)
+    return _extreme(input, dim if dim != () else None, keepdim, False, amin.op, name="amin")
 
 
 def _select_vjp(node, grads):
     """max(dim)/min(dim): the gradient goes to the returned index only."""
     shape, dim, keepdim = node.attrs
-    idx = node.unpack("indices")
     g = grads[0]
+    if not shape:  # a 0-d input is its own max
+        return (g,)
+    idx = node.unpack("indices")
     if not keepdim:
         g = g.unsqueeze(dim)
         idx = idx.unsqueeze(dim)
@@ -300,16 +353,16 @@ def _select_vjp(node, grads):
 
 
 def _argext(x, dim, keepdim, take_max):
+    name = "argmax" if take_max else "argmin"
+    _no_complex(x, "%s(): does not support complex input" % name)
+    _empty_dim_check(x, dim, name, wrapped=True)
     dims = _dims(dim, x._data.ndim)
-    if x._data.size == 0:
-        raise RuntimeError(
-            "%s(): Expected reduction dim to be specified for input.numel() == 0."
-            % ("argmax" if take_max else "argmin")
-        )
     a = _compute_arr(x)
     if a.dtype == np.bool_:
         a = a.astype(np.int64)
     r, _ = _run(K.argmax_fwd_cpu, a, dims, keepdim, np.int64, take_max)
+    if r is None:  # nothing to reduce and an empty result
+        r = np.zeros(out_shape(x._data.shape, dims, keepdim), np.int64)
     return r
 
 
@@ -319,16 +372,22 @@ def _max_min(input, dim, keepdim, take_max, other, opdef):
         return (maximum if take_max else minimum)(input, dim if other is None else other)
     if dim is None:
         return _extreme(input, None, False, take_max, opdef, "all")
-    d = _wrap_dim(dim, input._data.ndim)
-    if input._data.ndim and input._data.shape[d] == 0:
+    nd = input._data.ndim
+    d = _wrap_dim(dim, nd)
+    _no_complex(input, "%s(): does not support complex input" % word)
+    if nd and input._data.shape[d] == 0:
         raise IndexError("%s(): Expected reduction dim %d to have non-zero size." % (word, d))
-    idx = _argext(input, d, keepdim, take_max)
-    vals = np.take_along_axis(input._data, idx if keepdim else np.expand_dims(idx, d), d)
-    if not keepdim and input._data.ndim:
-        vals = vals.squeeze(d)
+    if nd == 0:  # a 0-d tensor is its own max over dim 0 (or -1), index 0
+        idx = np.zeros((), np.int64)
+        vals = input._data.copy()
+    else:
+        idx = _argext(input, d, keepdim, take_max)
+        vals = np.take_along_axis(input._data, idx if keepdim else np.expand_dims(idx, d), d)
+        if not keepdim:
+            vals = vals.squeeze(d)
     idx_t = _make(idx)
     vals = opdef.record(
-        np.ascontiguousarray(vals),
+        np.asarray(vals, order="C"),  # not ascontiguousarray: that makes a 0-d result 1-d
         (input,),
         overload="dim",
         attrs=(input._data.shape, d, keepdim),
@@ -339,7 +398,7 @@ def _max_min(input, dim, keepdim, take_max, other, opdef):
 
 # max()/min() share the gradient evenly between tied extremes (saving x and out); max(dim)
 # returns indices and sends the gradient to them only
-_EXTREME = {"all": _evenly_vjp, "dim": _select_vjp}
+_EXTREME = {"all": _evenly_select_vjp, "dim": _select_vjp}
 
 
 _EXTREME_SAVES = {"all": ("x", "out"), "dim": ()}
@@ -374,6 +433,8 @@ def min(input, dim=None, keepdim=False, *, other=None):  # noqa: A001
 @op("argmax", "reduction", variants=FM, kernels=CPU)
 def argmax(input, dim=None, keepdim=False):
     if dim is None:
+        _no_complex(input, "argmax(): does not support complex input")
+        _empty_dim_check(input, None, "argmax")
         r = _argext(input.reshape(-1), 0, False, True)
         return _make(r.reshape((1,) * input._data.ndim if keepdim else ()))
     return _make(_argext(input, dim, keepdim, True))
@@ -382,6 +443,8 @@ def argmax(input, dim=None, keepdim=False):
 @op("argmin", "reduction", variants=FM, kernels=CPU)
 def argmin(input, dim=None, keepdim=False):
     if dim is None:
+        _no_complex(input, "argmin(): does not support complex input")
+        _empty_dim_check(input, None, "argmin")
         r = _argext(input.reshape(-1), 0, False, False)
         return _make(r.reshape((1,) * input._data.ndim if keepdim else ()))
     return _make(_argext(input, dim, keepdim, False))
@@ -396,21 +459,33 @@ def _correction(unbiased, correction):
     return 1.0 if (unbiased is None or unbiased) else 0.0
 
 
+def _var_backward(g, x, dims, n, c, full):
+    """PyTorch's var_backward: ``2 / (n - c) * g * (x - mean)``; over all elements with no
+    degrees of freedom left, ``g * where(x == mean, nan, inf)``."""
+    mean = x.mean(dim=dims, keepdim=True)
+    if full and n - c <= 0:
+        return g * where(x == mean, math.nan, math.inf)
+    with np.errstate(divide="ignore"):
+        scale = float(np.float64(2.0) / np.float64(n - c))  # inf when n == c, as in C++
+    return scale * g * (x - mean)
+
+
 @batched
 def _var_vjp(node, grads):
-    shape, dims, keepdim, n, c = node.attrs
-    x = node.unpack("x")
+    shape, dims, keepdim, n, c, full = node.attrs
     g = _grad_to(grads[0], shape, dims, keepdim)
-    return (g * 2.0 * (x - x.mean(dim=dims, keepdim=True)) / (n - c),)
+    return (_var_backward(g, node.unpack("x"), dims, n, c, full),)
 
 
 @batched
 def _std_vjp(node, grads):
-    shape, dims, keepdim, n, c = node.attrs
-    x = node.unpack("x")
+    """PyTorch's std_backward: ``var_backward(grad / (2 * out))`` with the gradient masked to 0
+    where the std is 0 (a constant: 0, not 0/0)."""
+    shape, dims, keepdim, n, c, full = node.attrs
     out = _unsqueeze_to(node.unpack("out"), shape, dims, keepdim)
     g = _grad_to(grads[0], shape, dims, keepdim)
-    return (g * (x - x.mean(dim=dims, keepdim=True)) / ((n - c) * out),)
+    gv = where(out == 0, 0.0, g / (out * 2))
+    return (_var_backward(gv, node.unpack("x"), dims, n, c, full),)
 
 
 def _var_std(x, dim, unbiased, keepdim, correction, take_sqrt, opdef):
@@ -421,16 +496,35 @@ def _var_std(x, dim, unbiased, keepdim, correction, take_sqrt, opdef):
     c = _correction(unbiased, correction)
     dims = _dims(dim, x._data.ndim)
     n = int(np.prod([x._data.shape[d] for d in dims], dtype=np.int64)) if x._data.ndim else 1
+    if n - c <= 0:
+        warnings.warn(
+            "%s(): degrees of freedom is <= 0. Correction should be strictly less than the "
+            "reduction factor (input numel divided by output numel)."
+            % ("std" if take_sqrt else "var"),
+            UserWarning,
+            stacklevel=4,
+        )
     a = _compute_arr(x)
-    r, _ = _run(K.var_fwd_cpu, a, dims, keepdim, a.dtype, c)
-    if r is None:
-        r = np.full(out_shape(x._data.shape, dims, keepdim), np.nan, a.dtype)
+    if a.dtype.kind == "c":  # sum |x - mean|^2 / max(0, n - c): real
+        a1 = a.reshape(1) if a.ndim == 0 else a
+        with np.errstate(all="ignore"):
+            m2 = (np.abs(a1 - a1.mean(axis=dims, keepdims=True)) ** 2).sum(
+                axis=dims, keepdims=keepdim
+            )
+            r = m2 / np.float64(builtins.max(0.0, n - c))
+        r = r.reshape(out_shape(x._data.shape, dims, keepdim)).astype(a.real.dtype)
+    else:
+        r, _ = _run(K.var_fwd_cpu, a, dims, keepdim, a.dtype, c)
+        if r is None:
+            r = np.full(out_shape(x._data.shape, dims, keepdim), np.nan, a.dtype)
     if take_sqrt:
         r = np.sqrt(r)
+    full = dim is None or x._data.ndim == 0
+    odt = x._dtype.to_real() if x._dtype.is_complex else x._dtype
     return opdef.record(
-        np.asarray(r).astype(x._data.dtype, copy=False),
+        np.asarray(r).astype(odt.np, copy=False),
         (x,),
-        attrs=(x._data.shape, dims, keepdim, n, c),
+        attrs=(x._data.shape, dims, keepdim, n, c, full),
     )
 
 
@@ -457,19 +551,47 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 @batched
 def _norm_vjp(node, grads):
+    """PyTorch's norm_backward, branch for branch (its masks select, so a NaN/Inf gradient
+    does not leak where the norm is 0)."""
     shape, dims, keepdim, p = node.attrs
     x = node.unpack("x")
     out = _unsqueeze_to(node.unpack("out"), shape, dims, keepdim)
     g = _grad_to(grads[0], shape, dims, keepdim)
+    if p == 0:
+        return (None,)
+    if p == 1:
+        return (_sgn(x) * g,)
     if p == 2:
         return (g * where(out == 0, 0.0, x / out),)
-    if p == 1:
-        return (g * sign(x),)
-    if math.isinf(p):
-        ax = _abs(x)
-        mask = ax == out
-        return (g * sign(x) * mask / mask.sum(dim=dims, keepdim=True),)
-    return (g * where(out == 0, 0.0, x * _abs(x) ** (p - 2) / out ** (p - 1)),)
+    ax = _abs(x)
+    if math.isinf(p):  # amax(|x|) respecting NaN
+        mask = (ax == out) | ax.isnan()
+        return (_sgn(x) * ((g / mask.sum(dim=dims, keepdim=True)) * mask),)
+    if p < 1:
+        scaled = _sgn(x) * where(x == 0, 0.0, ax ** (p - 1))
+        return (scaled * g * out ** (1 - p),)
+    scaled = _sgn(x) * ax ** (p - 1) if p < 2 else x * ax ** (p - 2)
+    return (scaled * where(out == 0, 0.0, g / out ** (p - 1)),)
+
+
+def _sgn(x):
+    """PyTorch's sgn: sign for real tensors (0 at NaN), x / |x| (0 at 0) for complex."""
+    if x._dtype.is_complex:
+        return where(x == 0, 0.0, x / _abs(x))
+    return sign(x)
+
+
+def _inf_norm_empty_check(x, dim, p):
+    msg = "linalg.vector_norm cannot compute the %s norm on " % p
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
+        raise RuntimeError(msg + "an empty tensor because the operation does not have an identity")
+    shape = x._data.shape
+    for d in dim if isinstance(dim, (list, tuple)) else (dim,):
+        if shape and shape[_wrap_dim(d, len(shape))] == 0:
+            raise RuntimeError(
+                msg + "the dimension %dbecause this dimension is empty and the operation does not "
+                "have an identity" % d  # sic: PyTorch's message has no space before "because"
+            )
 
 
 @op(
@@ -491,6 +613,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         p = 2.0
     p = float(p)
     dims = _dims(dim, x._data.ndim)
+    if math.isinf(p) and x._data.size == 0:  # max/min of nothing: no identity
+        _inf_norm_empty_check(x, dim, "inf" if p > 0 else "-inf")
     with no_grad():
         ax = _abs(x)
         if math.isinf(p):
@@ -528,6 +652,7 @@ def logsumexp(input, dim, keepdim=False):
     x = input
     if not x._dtype.is_inexact:
         x = x.to(_dt._default[0])
+    _no_complex(x, "nbgrad: logsumexp of complex tensors is not supported", NotImplementedError)
     dims = _dims(dim, x._data.ndim)
     a = _compute_arr(x)
     r, _ = _run(K.logsumexp_fwd_cpu, a, dims, keepdim, a.dtype)
@@ -541,6 +666,8 @@ def logsumexp(input, dim, keepdim=False):
 @batched
 def _cumsum_vjp(node, grads):
     (dim,) = node.attrs
+    if not node._in_meta[0][0]:  # 0-d: the identity
+        return (grads[0],)
     dim -= len(node._in_meta[0][0])  # negative: the same with batch dims in front
     return (grads[0].flip(dim).cumsum(dim).flip(dim),)
 
@@ -576,22 +703,25 @@ def cumsum(input, dim, *, dtype=None):
             r = np.moveaxis(r, -1, d)
         else:
             r = o3.reshape(a.shape)
-    return cumsum.op.record(np.ascontiguousarray(r).astype(od.np, copy=False), (x,), attrs=(d,))
+    r = np.asarray(r, order="C").astype(od.np, copy=False)  # (a 0-d result stays 0-d)
+    return cumsum.op.record(r, (x,), attrs=(d,))
 
 
 @op("all", "reduction", variants=FM)
 def all(input, dim=None, keepdim=False):  # noqa: A001
     if dim is None:
         return _make(np.asarray(np.all(input._data)))
-    return _make(
-        np.asarray(np.all(input._data, axis=_dims(dim, input._data.ndim), keepdims=keepdim))
-    )
+    axis = _dims(dim, input._data.ndim)
+    if input._data.ndim == 0:  # dim 0 or -1 of a 0-d tensor: itself
+        axis = None
+    return _make(np.asarray(np.all(input._data, axis=axis, keepdims=keepdim)))
 
 
 @op("any", "reduction", variants=FM)
 def any(input, dim=None, keepdim=False):  # noqa: A001
     if dim is None:
         return _make(np.asarray(np.any(input._data)))
-    return _make(
-        np.asarray(np.any(input._data, axis=_dims(dim, input._data.ndim), keepdims=keepdim))
-    )
+    axis = _dims(dim, input._data.ndim)
+    if input._data.ndim == 0:  # dim 0 or -1 of a 0-d tensor: itself
+        axis = None
+    return _make(np.asarray(np.any(input._data, axis=axis, keepdims=keepdim)))

@@ -53,6 +53,7 @@ class OpDef:
         "args",
         "attrs",
         "saves",
+        "saves_for",
         "rule",
         "numpy",
         "variants",
@@ -116,16 +117,35 @@ class OpDef:
         self.impl = None
         self._forward_mode = None
         self._cache = {}  # pointwise: (compute dtype, with attrs) -> forward kernel
+        self.saves_for = None
         if saves is None:  # pointwise: what the partials read
-            used = set()
-            for p in self.partials:
-                if p is not None:
-                    used |= names_in(p)
-            saves = tuple(n for n in self.args + ("out",) if n in used)
+            saves, saves_for = _inferred_saves(self.args, self.partials)
+            if kind == "pointwise":
+                self.saves_for = saves_for
         self.saves = saves if isinstance(saves, dict) else tuple(saves)  # or per overload
+        # PyTorch's names for them on the node (``_saved_self``, ``_saved_exponent``, ...)
+        names = hints.pop("saved_names", None)
+        for cls in self.nodes.values():
+            declared = saves.values() if isinstance(saves, dict) else (saves,)
+            cls._declared_saves = cls._declared_saves.union(*declared)
+            if names is not None:
+                cls._torch_names = names
+            if kind == "pointwise":
+                cls._attr_names = self.attrs
 
     def __repr__(self):
         return "OpDef(%r)" % self.name
+
+    def saves_of(self, inputs):
+        """What a node of this op saves for these inputs: all declared saves, or for a pointwise
+        op only what the partials of the inputs that require grad read (see _inferred_saves)."""
+        if self.saves_for is None:
+            return self.saves
+        mask = 0
+        for i, t in enumerate(inputs):
+            if isinstance(t, Tensor) and t._requires_grad:
+                mask |= 1 << i
+        return self.saves_for[mask]
 
     @property
     def public_names(self):
@@ -180,9 +200,28 @@ class OpDef:
             view_of=view_of,
             saves=[
                 (n, inputs[self.args.index(n)] if n != "out" else None)
-                for n in _pick(self.saves, overload)
+                for n in (
+                    _pick(self.saves, overload) if overload is not None else self.saves_of(slots)
+                )
             ],
         )
+
+
+def _inferred_saves(args, partials):
+    """A pointwise op's saves, inferred from its partials as PyTorch's codegen infers them from
+    derivatives.yaml: ``(all, per_mask)``.  ``per_mask[m]`` is what a node saves when the inputs
+    in bitmask ``m`` require grad: the arguments read by *their* partials only (``x * 2`` saves
+    no ``x``: only ``d/dx = y`` is needed), and ``out`` whenever any partial reads it (PyTorch
+    saves results unconditionally).  Precomputed, so dispatch looks it up by the mask."""
+    used = [names_in(p) if p is not None else set() for p in partials]
+    everything = set().union(*used)
+    per_mask = []
+    for mask in range(1 << len(args)):
+        need = set().union(*[u for i, u in enumerate(used) if mask >> i & 1])
+        per_mask.append(
+            tuple(n for n in args + ("out",) if n in need or n == "out" and n in everything)
+        )
+    return tuple(n for n in args + ("out",) if n in everything), tuple(per_mask)
 
 
 def record(arr, cls, inputs, vjp, *, attrs=None, saved=None, view_of=None, saves=()):
@@ -305,6 +344,9 @@ class FnNode(Node):
     __slots__ = ("op", "saved", "attrs")
     _nout = 1
     _released = False
+    _declared_saves = frozenset()  # names any node of this class may save (else: None)
+    _torch_names = {"self": "x", "other": "y", "result": "out"}  # _saved_<torch name> -> ours
+    _attr_names = ()  # a pointwise node's scalar attributes (node.attrs[0]), by name
 
     def apply(self, grads):
         if self._released:
@@ -328,13 +370,18 @@ class FnNode(Node):
         if item == "_saved_self_sym_sizes":
             return list(object.__getattribute__(self, "_in_meta")[0][0])
         if item.startswith("_saved_"):
-            key = {"self": "x", "other": "y", "result": "out"}.get(item[7:], item[7:])
+            cls = type(self)
+            key = cls._torch_names.get(item[7:], item[7:])
+            if key in cls._attr_names:
+                return object.__getattribute__(self, "attrs")[0][cls._attr_names.index(key)]
             saved = object.__getattribute__(self, "saved")
             if saved is None:
                 if object.__getattribute__(self, "_released"):
                     raise RuntimeError(ERR_FREED)
             elif key in saved:
                 return self.unpack(key)
+            if key in cls._declared_saves:  # not needed by this node: not saved
+                return None
         raise AttributeError(item)
 
 

@@ -6,6 +6,7 @@ from .._tensor import Tensor, _wrap_dim
 from ..autograd.batching import BATCH, batched
 from ..grad_mode import STATE
 from ..kernels.cpu import softmax as K
+from .pointwise_fns import where
 from .reduction import to3d
 from .registry import FUNCTION, METHOD, op
 
@@ -28,6 +29,8 @@ def _softmax_vjp(node, grads):
     y = node.unpack("out")
     if BATCH.dims:  # batched gradients: the op formula below, over a negative dim
         d -= y.ndim
+    elif y.ndim == 0:  # softmax of a 0-d tensor is the constant 1 (log_softmax: 0)
+        return (where(_make(np.zeros((), np.bool_)), g, 0.0),)
     elif not STATE.enabled:
         ya = node.array("out")
         ga = g._data.astype(ya.dtype, copy=False)
@@ -46,12 +49,13 @@ def _softmax(input, dim, dtype, log, opdef):
     x = input
     if dtype is not None:
         x = x.to(dtype)
-    if not x._dtype.is_inexact:
-        raise RuntimeError(
+    if not x._dtype.is_inexact or x._dtype.is_complex:
+        raise NotImplementedError(
             "\"%s_lastdim_kernel_impl\" not implemented for '%s'"
             % ("log_softmax" if log else "softmax", x._dtype._legacy)
         )
     if x._data.ndim == 0:
+        _wrap_dim(dim, 0)  # 0 or -1
         a = x._data.reshape(1, 1, 1)
         d = 0
     else:
@@ -63,9 +67,8 @@ def _softmax(input, dim, dtype, log, opdef):
     if x3.size:
         K.softmax_fwd_cpu(x3, o3, log)
     out = _from3d(o3, x._data.shape, d) if x._data.ndim else o3.reshape(())
-    return opdef.record(
-        np.ascontiguousarray(out).astype(x._data.dtype, copy=False), (x,), attrs=(d, log)
-    )
+    out = np.asarray(out, order="C").astype(x._data.dtype, copy=False)  # 0-d stays 0-d
+    return opdef.record(out, (x,), attrs=(d, log))
 
 
 def _default_dim(input, dim, name):

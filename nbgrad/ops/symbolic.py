@@ -155,9 +155,15 @@ def derive(node, var):
                 return "0"
             return "where(%s, %s, %s)" % (_src(args[0]), da, db)
         if f in ("maximum", "minimum") and len(args) == 2:
-            cmp = ">" if f == "maximum" else "<"
+            # the registry op's partials: an input loses its gradient only where the other
+            # wins, shares it on ties, and keeps it at NaN (nothing wins)
+            a, b = _src(args[0]), _src(args[1])
             da, db = derive(args[0], var), derive(args[1], var)
-            return "where((%s) %s (%s), %s, %s)" % (_src(args[0]), cmp, _src(args[1]), da, db)
+            lt, gt = ("<", ">") if f == "maximum" else (">", "<")
+            share = "where((%s) == (%s), 0.5, 1)" % (a, b)
+            wa = "where((%s) %s (%s), 0, %s)" % (a, lt, b, share)
+            wb = "where((%s) %s (%s), 0, %s)" % (a, gt, b, share)
+            return _add(_mul(da, wa), _mul(db, wb))
     raise ValueError(
         "nbgrad.elementwise: cannot differentiate %r (see the docstring of "
         "nbgrad.ops.symbolic for the accepted vocabulary)" % _src(node)

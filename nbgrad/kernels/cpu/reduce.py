@@ -32,6 +32,20 @@ def sum_fwd_cpu(x, out):
 
 
 @njit(**JIT)
+def csum_fwd_cpu(x, out):
+    """sum_fwd_cpu for complex dtypes: accumulates in complex128."""
+    outer, n, inner = x.shape
+    for o in range(outer):
+        acc1 = np.zeros(inner, np.complex128)
+        for k in range(n):
+            row = x[o, k]
+            for i in range(inner):
+                acc1[i] += row[i]
+        for i in range(inner):
+            out[o, i] = acc1[i]
+
+
+@njit(**JIT)
 def isum_fwd_cpu(x, out):
     outer, n, inner = x.shape
     for o in range(outer):
@@ -104,7 +118,8 @@ def var_fwd_cpu(x, out, correction):
             for k in range(n):
                 d = x[o, k, i] - m
                 s += d * d
-            out[o, i] = s / (n - correction) if n - correction > 0 else np.nan
+            dof = n - correction
+            out[o, i] = s / (dof if dof > 0 else 0.0)  # PyTorch: M2 / max(0, dof): inf or nan
 
 
 @njit(**JIT)

@@ -6,7 +6,8 @@ helpers compiled with ``njit(inline="always")``.  Generated CPU kernels (kernels
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from .. import vocab
 
@@ -29,6 +30,7 @@ trunc = np.trunc
 rint = np.rint  # round half to even, as PyTorch
 fabs = np.abs
 isnan = np.isnan
+copysign = np.copysign  # (helpers only)
 erf = math.erf  # numpy has no erf
 
 
@@ -39,6 +41,63 @@ def _inline(helper):
 where = _inline(vocab.where)
 sigmoid = _inline(vocab.sigmoid)
 sign = _inline(vocab.sign)
-rsqrt = _inline(vocab.rsqrt)
+
+
+def _rsqrt(x):
+    """CPU ``rsqrt`` (vocab.rsqrt's maths), typed by the overload below."""
+    return vocab.rsqrt(x)
+
+
+@overload(_rsqrt, jit_options={"error_model": "numpy"})
+def _rsqrt_typed(x):
+    # Numba's fast-math flags reach every instruction of a kernel module, and with 'arcp'/'afn'
+    # LLVM turns a float32 ``1 / sqrt(x)`` into an rsqrt estimate: NaN at 0 and inf, ulps off
+    # elsewhere.  x86 has no float64 estimate, so float32 is computed in float64 (rounded once).
+    if isinstance(x, types.Float) and x.bitwidth == 32:
+        return lambda x: 1.0 / np.sqrt(np.float64(x))
+    return lambda x: 1 / np.sqrt(x)
+
+
+rsqrt = _rsqrt
+noselect = _inline(vocab.noselect)
+floor_divide = _inline(vocab.floor_divide)
+
+
+def _spow(x, p):
+    """CPU ``spow`` (vocab.spow's maths), typed by the overload below."""
+    return vocab.spow(x, p)
+
+
+@overload(_spow, jit_options={"error_model": "numpy"})
+def _spow_typed(x, p):
+    if isinstance(x, types.Integer):  # integers: exact integer power, no float branches
+        return lambda x, p: x**p
+    return vocab.rebind(vocab.spow, globals())
+
+
+spow = _spow
+
+
+def _fmod(a, b):
+    """CPU ``fmod``: C's fmod; integers typed by the overload below (Numba's np.fmod gives
+    fmod(-7, 3) == 0 for int64)."""
+    return math.fmod(a, b)
+
+
+@overload(_fmod, jit_options={"error_model": "numpy"})
+def _fmod_typed(a, b):
+    if isinstance(a, types.Integer) and isinstance(b, types.Integer):
+
+        def ifmod(a, b):  # the sign of the dividend, as C's %
+            r = abs(a) % abs(b)
+            return -r if a < 0 else r
+
+        return ifmod
+    return lambda a, b: np.fmod(a, b)
+
+
+fmod = _fmod
+conj = _inline(vocab.conj)
+real = _inline(vocab.real)
 maximum = _inline(vocab.maximum)
 minimum = _inline(vocab.minimum)

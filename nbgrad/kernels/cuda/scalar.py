@@ -29,6 +29,8 @@ ceil = math.ceil
 trunc = math.trunc
 fabs = math.fabs
 isnan = math.isnan
+fmod = math.fmod
+copysign = math.copysign  # (helpers only)
 erf = math.erf
 
 
@@ -40,6 +42,11 @@ where = _device(vocab.where)
 sigmoid = _device(vocab.sigmoid)
 sign = _device(vocab.sign)
 rsqrt = _device(vocab.rsqrt)
+noselect = _device(vocab.noselect)
+spow = _device(vocab.spow)
+floor_divide = _device(vocab.floor_divide)
+conj = _device(vocab.conj)
+real = _device(vocab.real)
 maximum = _device(vocab.maximum)
 minimum = _device(vocab.minimum)
 exp2 = _device(vocab.exp2)
