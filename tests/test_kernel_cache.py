@@ -84,7 +84,7 @@ def test_world_writable_fallback_is_refused(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     cache = r.stdout.split("CACHE_DIR ")[1].split()[0]
-    assert not cache.startswith(str(planted)) and cache.startswith(str(tmpdir))
+    assert not cache.startswith(str(planted) + os.sep) and cache.startswith(str(tmpdir))
     assert not any(planted.iterdir())  # nothing imported from, or written to, the planted folder
 
 
@@ -104,7 +104,7 @@ def test_foreign_owned_fallback_is_refused(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     cache = r.stdout.split("CACHE_DIR ")[1].split()[0]
-    assert not cache.startswith(str(planted))
+    assert not cache.startswith(str(planted) + os.sep)
 
 
 def test_private_fallback_is_created_0700(tmp_path):
