@@ -259,6 +259,27 @@ def end(ev):
             pass
 
 
+def leaf_op(name, fn, *args):
+    """A pointwise op (dispatch's fast paths) as one ``aten::<name>`` event.  The flag is off
+    while it runs, so its re-entry into the same fast path records nothing twice."""
+    ev = begin("aten::" + name, "op", shapes_of(args))
+    _flags.PROFILE = False
+    try:
+        return fn(*args)
+    finally:
+        _flags.PROFILE = True
+        end(ev)
+
+
+def op_call(name, fn, args, kwargs):
+    """A registry op's public call as an ``aten::<name>`` event (the ops it calls nest)."""
+    ev = begin("aten::" + name, "op", shapes_of(args))
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        end(ev)
+
+
 def shapes_of(args):
     """PyTorch's ``Input Shapes`` column: a list per argument, [] for non-tensors."""
     out = []

@@ -11,6 +11,7 @@ from .. import _flags, dtypes as _dt
 from .._fpstate import EXTOBJ as _EXTOBJ, IGNORE as _IGNORE, call_quiet as _call_quiet
 from .._tensor import Tensor
 from ..autograd.graph import SavedOutput, SavedTensor, edge, next_seq
+from ..autograd.profiler import leaf_op
 from ..grad_mode import STATE
 from ..kernels.build import cpu_kernel
 from .formula import pointwise_jvp
@@ -149,6 +150,8 @@ def _kernel(op, cd, with_attrs):
 def pointwise(op, inputs, attrs=(), contiguous=False):
     """The general path: any number of Tensor / scalar arguments, scalar attributes;
     ``contiguous``: a C-contiguous result whatever the inputs' layout (masked_fill)."""
+    if _flags.PROFILE:  # NOTE [profiler flag]
+        return leaf_op(op.name, pointwise, op, inputs, attrs, contiguous)
     dt = pointwise_dtype(op, inputs)
     cd = _dt.float32 if dt is _dt.float16 else dt
     npd = cd.np
@@ -198,6 +201,8 @@ _SCALAR_CAT = {float: 2, int: 1, bool: 0}
 
 def binary(op, a, b):
     """Fast path of ``pointwise`` for (Tensor, Tensor | Python scalar): the per-op hot path."""
+    if _flags.PROFILE:  # NOTE [profiler flag]
+        return leaf_op(op.name, binary, op, a, b)
     ad = a._dtype
     cat = _SCALAR_CAT.get(type(b))
     if cat is not None:
@@ -278,6 +283,8 @@ def binary(op, a, b):
 
 def unary(op, a):
     """Fast path of ``pointwise`` for one Tensor argument and no attributes."""
+    if _flags.PROFILE:  # NOTE [profiler flag]
+        return leaf_op(op.name, unary, op, a)
     dt = a._dtype
     if not dt.is_inexact and op.rule == "float":
         dt = _dt._default[0]

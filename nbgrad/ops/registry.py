@@ -22,6 +22,7 @@ from .. import _flags
 from .._tensor import Tensor
 from ..autograd.anomaly_mode import STATE as _anomaly
 from ..autograd.graph import Node, SavedOutput, SavedTensor, edge, next_seq
+from ..autograd.profiler import op_call
 from ..autograd.saved import ERR_FREED
 from ..grad_mode import STATE
 from ..kernels.build import names_in
@@ -165,23 +166,31 @@ class OpDef:
         if OUT in self.variants:
 
             def public(*args, out=None, **kwargs):
-                res = op._call(args, kwargs) if _flags.FWD and fwd else impl(*args, **kwargs)
+                if _flags.FWD or _flags.PROFILE:
+                    res = op._call(args, kwargs, fwd)
+                else:
+                    res = impl(*args, **kwargs)
                 return res if out is None else write_out(res, out, op.name)
         else:
 
             def public(*args, **kwargs):
-                if _flags.FWD:
-                    return op._call(args, kwargs)
+                if _flags.FWD or _flags.PROFILE:
+                    return op._call(args, kwargs, fwd)
                 return impl(*args, **kwargs)
 
         self.fn = functools.wraps(impl)(public)
         self.fn.op = self
         return self.fn
 
-    def _call(self, args, kwargs):
-        f = self._forward_mode
-        if f is None:
-            f = self._forward_mode = FORWARD_RULES[self.jvp](self.impl)
+    def _call(self, args, kwargs, fwd=True):
+        """The slow path: forward mode inside a dual level, an event while profiling."""
+        f = self.impl
+        if _flags.FWD and fwd:
+            f = self._forward_mode
+            if f is None:
+                f = self._forward_mode = FORWARD_RULES[self.jvp](self.impl)
+        if _flags.PROFILE:
+            return op_call(self.name, f, args, kwargs)
         return f(*args, **kwargs)
 
     def record(self, arr, inputs, *, overload=None, attrs=None, saved=None, view_of=None):
