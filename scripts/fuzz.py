@@ -14,7 +14,7 @@ crash of the interpreter (a signal) is reported as a ``crash`` mismatch for the 
 was running, and the run goes on with the next seed.  ``--ops`` restricts the generator
 groups (see ``GENERATORS`` in graphs.py: unary, nn_unary, scalar, binary, compare, logical,
 where, reduce, view, copyshape, index, linalg, nn, create, inplace, hook, retain,
-detach_leaf, error, index_inplace).
+node_hook, detach_leaf, error, index_inplace, cast, out).
 """
 
 import argparse
@@ -45,7 +45,8 @@ AREAS = {
         "max min max_dim min_dim max_idx argmax argmin var std norm logsumexp cumsum sum_multi "
         "softmax log_softmax all any mse_loss l1_loss bce bce_logits layer_norm batch_norm "
         "normalize err_softmax_dim err_dim_sum err_dim_mean err_dim_softmax err_dim_cumsum "
-        "err_dim_amax err_dim_max"
+        "err_dim_amax err_dim_max int_sqrt int_exp int_neg int_abs int_sum int_mean int_to "
+        "int_sigmoid to_int to_bool"
     ),
     "shape/linalg/creation": (
         "view reshape flatten unflatten squeeze unsqueeze transpose t mT permute movedim expand "
@@ -59,7 +60,8 @@ AREAS = {
     ),
     "autograd/in-place/hooks": (
         "add_ mul_ sub_ div_ copy_ iadd imul exp_ sin_ tanh_ sigmoid_ neg_ relu_ abs_ floor_ "
-        "sqrt_ clamp_ zero_ fill_ pow_ tril_ masked_fill_ hook retain_grad detach "
+        "sqrt_ clamp_ zero_ fill_ pow_ tril_ masked_fill_ hook retain_grad detach node_prehook "
+        "node_hook node_next_prehook node_post_acc out_exp out_add out_sum out_matmul out_cat "
         "detach_leaf err_leaf_inplace err_requires_grad backward final"
     ),
 }
@@ -149,13 +151,14 @@ def run_slice(args, start, stop, results, progress):
             from fuzz import graphs as G
 
             prog = G.generate(current, args.ops.split(",") if args.ops else None)
+            lib, small = shrink_crash(prog)
             rec = {
                 "seed": current,
-                "signature": "crash (exit %d) @ %s" % (rc, "program"),
+                "signature": "crash in %s (exit %d)" % (lib, rc),
                 "first": "crash",
-                "detail": "the interpreter died (signal %d)" % -rc if rc < 0 else "exit %d" % rc,
-                "program": prog.source(header=False),
-                "keys": prog.keys(),
+                "detail": "the interpreter died (%s)" % ("signal %d" % -rc if rc < 0 else rc),
+                "program": small.source(header=False),
+                "keys": small.keys(),
                 "full": prog.source(header=False),
             }
             results.append(rec)
@@ -164,6 +167,50 @@ def run_slice(args, start, stop, results, progress):
         elif rc != 0 and seed < stop:
             print("worker failed with exit status %d at seed %d" % (rc, seed), file=sys.stderr)
             seed += 1
+
+
+def crashes(prog, lib):
+    """Does running ``prog`` on ``lib`` kill the interpreter (a fresh one, with a signal)?"""
+    cmd = [sys.executable, os.path.abspath(__file__), "--replay", lib]
+    try:
+        r = subprocess.run(cmd, input=prog.source(), capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        return False
+    return r.returncode < 0
+
+
+def shrink_crash(prog, budget=60):
+    """(library, smallest program found) for a program that crashed a worker: statements
+    are removed while the crash persists (each try is a fresh interpreter)."""
+    from fuzz import graphs as G
+
+    for lib in ("nbgrad", "torch"):
+        if crashes(prog, lib):
+            break
+    else:
+        return "worker only (not reproduced alone)", prog
+    calls = 0
+    changed = True
+    while changed and calls < budget:
+        changed = False
+        i = len(prog.stmts) - 1
+        while i >= 0 and calls < budget:
+            cand = G._remove(prog, [i])
+            cand = G._remove(cand, G._unused_leaves(cand))
+            if len(cand.stmts) < len(prog.stmts):
+                calls += 1
+                if crashes(cand, lib):
+                    prog, changed = cand, True
+            i = min(i - 1, len(prog.stmts) - 1)
+    return lib, prog
+
+
+def replay(lib_name):
+    import importlib
+
+    from fuzz import graphs as G
+
+    G.run(G.parse(sys.stdin.read()), importlib.import_module(lib_name))
 
 
 def main():
@@ -176,11 +223,14 @@ def main():
     ap.add_argument("--json", default=None, help="write every mismatch record to this file")
     ap.add_argument("--allow-known", action="store_true", help="exit 0 if all are in KNOWN")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--replay", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--start", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--stop", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         return worker(args)
+    if args.replay:
+        return replay(args.replay)
 
     t0 = time.time()
     results = []

@@ -558,8 +558,13 @@ def g_scalar_op(P):
     return True
 
 
-def _ptype(a, b):
-    return "float64" if "float64" in (a.dtype, b.dtype) else a.dtype
+def _ptype(a, b, op=""):
+    ds = (a.dtype, b.dtype)
+    if "float64" in ds:
+        return "float64"
+    if "float32" in ds:
+        return "float32"
+    return "float32" if op == "div" else "int64"
 
 
 def g_binary(P):
@@ -583,7 +588,11 @@ def g_binary(P):
     )
     kinked = op in ("maximum", "minimum", "rem_t", "floor_divide")
     x = P.fpick(exact=kinked)
-    y = P.partner(x, exact=kinked)
+    ints = [v for v in P.vars if v.dtype == "int64" and broadcast(v.shape, x.shape)]
+    if ints and op in ("add", "sub", "mul", "div", "maximum", "floor_divide") and r.random() < 0.2:
+        y = r.choice(ints)  # integer operand: type promotion
+    else:
+        y = P.partner(x, exact=kinked)
     if r.random() < 0.5:
         x, y = y, x
     shape = broadcast(x.shape, y.shape)
@@ -617,7 +626,7 @@ def g_binary(P):
     P.emit(
         expr,
         shape,
-        _ptype(x, y),
+        _ptype(x, y, op),
         op,
         ins,
         diff=op != "floor_divide",
@@ -1690,6 +1699,69 @@ def g_index_inplace(P):
     return True
 
 
+def g_cast(P):
+    """Integer and bool tensors from floats (``long``, ``to(int64)``, ``bool``), and float ops
+    applied to them (type promotion to the default float dtype)."""
+    r = P.r
+    ints = [v for v in P.vars if v.dtype == "int64"]
+    if ints and r.random() < 0.5:
+        x = r.choice(ints)
+        op = r.choice(("sqrt", "exp", "neg", "abs", "sum", "mean_f", "float", "sigmoid"))
+        if op == "mean_f":
+            P.emit("%s.float().mean()" % x.name, (), "float32", "int_mean", [x], exact=False)
+        elif op == "float":
+            P.emit("%s.to(T.float64)" % x.name, x.shape, "float64", "int_to", [x], exact=True)
+        elif op == "sum":
+            P.emit("%s.sum()" % x.name, (), "int64", "int_sum", [x], diff=False, exact=True)
+        else:
+            dt = "int64" if op in ("neg", "abs") else "float32"
+            P.emit("T.%s(%s)" % (op, x.name), x.shape, dt, "int_" + op, [x], diff=False)
+        return True
+    x = P.fpick(exact=True)
+    op = r.choice(("long", "to_int", "bool"))
+    if op == "bool":
+        P.emit("%s.bool()" % x.name, x.shape, "bool", "to_bool", [x], diff=False, exact=True)
+        return True
+    # nan/inf to int is undefined behaviour (platform-dependent): zero them first
+    fin = "%s.masked_fill(~T.isfinite(%s), 0)" % (x.name, x.name)
+    expr = "%s.long()" % fin if op == "long" else "%s.to(T.int64)" % fin
+    P.emit(expr, x.shape, "int64", "to_int", [x], diff=False, exact=True)
+    return True
+
+
+def g_out(P):
+    """``out=`` variants: the result is written into a given tensor (an error when an input
+    requires grad and grad mode is on)."""
+    r = P.r
+    op = r.choice(("exp", "add", "sum", "matmul", "cat"))
+    x = P.fpick()
+    dt = x.dtype
+    if op == "exp":
+        shape, call = x.shape, "T.exp(%s, out=%%s)" % x.name
+    elif op == "add":
+        y = P.partner(x)
+        shape, dt = broadcast(x.shape, y.shape), _ptype(x, y)
+        call = "T.add(%s, %s, out=%%s)" % (x.name, y.name)
+    elif op == "sum":
+        if x.nd == 0:
+            return False
+        d = P.dim(x.nd)
+        shape, call = _red_shape(x.shape, [d], False), "T.sum(%s, %d, out=%%s)" % (x.name, d)
+    elif op == "matmul":
+        if x.nd != 2:
+            return False
+        y = P.leaf((x.shape[1], r.randint(1, 3)), x.dtype)
+        shape, call = (x.shape[0], y.shape[1]), "T.matmul(%s, %s, out=%%s)" % (x.name, y.name)
+    else:
+        if x.nd == 0:
+            return False
+        shape = (2 * x.shape[0],) + x.shape[1:]
+        call = "T.cat([%s, %s], out=%%s)" % (x.name, x.name)
+    o = P.leaf(shape if r.random() < 0.8 else (0,), dt, grad=False, layout="c", prefix="o")
+    P.add(Stmt(call % o.name, (), (x.name, o.name), (o.name,), key="out_" + op))
+    return True
+
+
 HOOKS = (
     "lambda g: g * 2",
     "lambda g: None",
@@ -1707,6 +1779,45 @@ def g_hook(P):
     x = r.choice(cands)
     h = r.choice(HOOKS)
     P.add(Stmt("%s.register_hook(%s)" % (x.name, h), (), (x.name,), key="hook"))
+    return True
+
+
+NODE_HOOKS = (
+    "lambda go: tuple(None if g is None else g * 2 for g in go)",
+    "lambda go: None",
+)
+
+
+def g_node_hook(P):
+    """Hooks on autograd nodes: pre-hooks and hooks of ``grad_fn``, a pre-hook on the node
+    one edge further (a leaf's gradient accumulator when the op's first input is a leaf),
+    and post-accumulate-grad hooks of leaves."""
+    r = P.r
+    op = r.choice(("prehook", "hook", "next_prehook", "post_acc"))
+    if op == "post_acc":
+        leaves = [v for v in P.vars if v.leaf and v.grad]
+        if not leaves:
+            return False
+        x = r.choice(leaves)
+        src = "%s.register_post_accumulate_grad_hook(lambda p: p.grad.mul_(2) and None)" % x.name
+    else:
+        cands = [v for v in P.vars if v.grad and not v.leaf]
+        if not cands:
+            return False
+        x = r.choice(cands)
+        if op == "prehook":
+            src = "%s.grad_fn.register_prehook(%s)" % (x.name, r.choice(NODE_HOOKS))
+        elif op == "hook":
+            src = "%s.grad_fn.register_hook(%s)" % (
+                x.name,
+                "lambda gi, go: tuple(None if g is None else g * 3 for g in gi)",
+            )
+        else:
+            src = "%s.grad_fn.next_functions[0][0].register_prehook(%s)" % (
+                x.name,
+                r.choice(NODE_HOOKS),
+            )
+    P.add(Stmt(src, (), (x.name,), key="node_" + op))
     return True
 
 
@@ -1867,9 +1978,12 @@ GENERATORS = {
     "inplace": (g_inplace, 8),
     "hook": (g_hook, 4),
     "retain": (g_retain, 3),
+    "node_hook": (g_node_hook, 2),
     "detach_leaf": (g_detach_leaf, 1),
     "error": (g_error, 3),
     "index_inplace": (g_index_inplace, 1),
+    "cast": (g_cast, 2),
+    "out": (g_out, 2),
 }
 
 
@@ -1972,7 +2086,9 @@ def snap(t):
     s.dtype = _dtype_name(t)
     s.shape = tuple(t.shape)
     s.stride = tuple(t.stride())
-    s.value = np.array(t.detach().numpy(), copy=True)
+    # a copy first: torch marks the storage behind .numpy() as not resizable, which would
+    # change what a later out= or resize does (and can then crash torch itself)
+    s.value = np.array(t.detach().clone().numpy(), copy=True)
     s.rg = bool(t.requires_grad)
     s.leaf = _attr(t, lambda t: bool(t.is_leaf))
     s.fn = _attr(t, lambda t: type(t.grad_fn).__name__ if t.grad_fn is not None else None)
