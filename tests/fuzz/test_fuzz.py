@@ -960,7 +960,7 @@ KNOWN = [
         x6 = F.l1_loss(x1, x5, reduction="none")
         (x6.sum()).backward()
         """,
-        "new (fuzz): l1_loss double backward with a nan upstream gradient is nan, PyTorch 0 (pointwise NaN)",
+        "new (fuzz): l1_loss backward where input - target is nan gives nan, PyTorch 0 (sign(nan) = 0) (pointwise NaN)",
     ),
     Known(
         "grad-nan @ backward via layer_norm",
