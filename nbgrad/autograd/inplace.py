@@ -69,7 +69,7 @@ def check_inplace(self, record=None):
     """PyTorch's errors for in-place writes that autograd cannot record.  ``record``: the write
     is recorded (grad mode on and ``self`` or an operand requires grad)."""
     a = self._data
-    if any(st == 0 and n > 1 for st, n in zip(a.strides, a.shape)):
+    if a.size and any(st == 0 and n > 1 for st, n in zip(a.strides, a.shape)):
         raise RuntimeError(
             "unsupported operation: more than one element of the written-to "
             "tensor refers to a single memory location. Please clone() the tensor "
