@@ -103,6 +103,22 @@ def _scalar(x):
     return x.item() if isinstance(x, Tensor) else x
 
 
+def _check_adam_args(lr, eps, betas, weight_decay):
+    """The Adam family's argument checks, in PyTorch's order and words (Adamax, NAdam, RAdam)."""
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError("Invalid learning rate: {}".format(lr))
+    if not 0.0 <= eps:
+        raise ValueError("Invalid epsilon value: {}".format(eps))
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError("Invalid beta parameter at index 0: {}".format(betas[0]))
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError("Invalid beta parameter at index 1: {}".format(betas[1]))
+    if not 0.0 <= weight_decay:
+        raise ValueError("Invalid weight_decay value: {}".format(weight_decay))
+
+
 def _check_differentiable(differentiable):
     if differentiable:
         raise NotImplementedError(

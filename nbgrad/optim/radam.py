@@ -1,9 +1,15 @@
 """``RAdam``: Adam with a rectified adaptive learning rate (decoupled_weight_decay)."""
 
-from .._tensor import Tensor
 from . import _functional as F
 from .adam import _check_capturable, _step_tensor, _steps_to_tensors, _zeros_like
-from .optimizer import Optimizer, _check_differentiable, _closure_loss, _scalar, _use_no_grad
+from .optimizer import (
+    Optimizer,
+    _check_adam_args,
+    _check_differentiable,
+    _closure_loss,
+    _scalar,
+    _use_no_grad,
+)
 
 __all__ = ["RAdam"]
 
@@ -39,18 +45,7 @@ class RAdam(Optimizer):
         capturable=False,
         differentiable=False,
     ):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError("Invalid learning rate: {}".format(lr))
-        if not 0.0 <= eps:
-            raise ValueError("Invalid epsilon value: {}".format(eps))
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError("Invalid beta parameter at index 0: {}".format(betas[0]))
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError("Invalid beta parameter at index 1: {}".format(betas[1]))
-        if not 0.0 <= weight_decay:
-            raise ValueError("Invalid weight_decay value: {}".format(weight_decay))
+        _check_adam_args(lr, eps, betas, weight_decay)
         _check_differentiable(differentiable)
         defaults = dict(
             lr=lr,
