@@ -92,7 +92,10 @@ def test_concurrent_first_accumulation_keeps_every_gradient(T, fast_switching):
         np.testing.assert_array_equal(x.grad.numpy(), sum(range(1, n_threads + 1)))
 
 
-def test_concurrent_backward_through_one_graph_with_retained_grad(T, fast_switching):
+def test_concurrent_backward_through_one_graph_with_retained_grad(fast_switching):
+    # nbgrad only: PyTorch's retain_grad hook is not atomic, it loses updates here and was seen
+    # to segfault inside torch's engine in this race (the leaf case above runs on both)
+    T = nbgrad
     n_threads = 4
     for _ in range(5):
         x = T.ones(20_000, dtype=T.float64, requires_grad=True)
@@ -105,8 +108,7 @@ def test_concurrent_backward_through_one_graph_with_retained_grad(T, fast_switch
 
         _run_threads(n_threads, work)
         np.testing.assert_array_equal(x.grad.numpy(), 6.0 * n_threads)
-        if T is nbgrad:  # PyTorch's retain_grad hook is not atomic (it loses updates here)
-            np.testing.assert_array_equal(y.grad.numpy(), 3.0 * n_threads)
+        np.testing.assert_array_equal(y.grad.numpy(), 3.0 * n_threads)
 
 
 def test_concurrent_backward_into_many_leaves(fast_switching):

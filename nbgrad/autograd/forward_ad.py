@@ -23,7 +23,6 @@ from .dual import (
     DUAL,
     close_level,
     open_level,
-    restore_tangent,  # noqa: F401  (autograd/graph.py imports it from here)
     set_tangent,
     tangent_of,
     zeros_like_layout,
@@ -38,7 +37,6 @@ __all__ = [
     "unpack_dual",
 ]
 
-_set_tangent = set_tangent  # the name ops/api.py and autograd/function.py import (new: dual)
 
 UnpackedDualTensor = collections.namedtuple("UnpackedDualTensor", ["primal", "tangent"])
 
