@@ -93,7 +93,11 @@ def linear(input, weight, bias=None):
         raise RuntimeError(
             "both arguments to linear need to be at least 1D, but they are 0D and %dD" % weight.ndim
         )
-    lead = tuple(input.shape[:-1])
+    if not input._data.flags.c_contiguous or (input.ndim != 3 and bias.ndim != 1):
+        # PyTorch's linear: matmul, then an in-place add of the bias (AddBackward0)
+        out = _matmul(input, weight.t())
+        return out.add_(bias)
+    lead = tuple(input.shape[:-1])  # contiguous: flattened through addmm (ViewBackward0)
     out = _linear.addmm(input.reshape(-1, input.shape[-1]), weight, bias)
     return out.view(*lead, out.shape[-1])
 

@@ -188,16 +188,14 @@ class _Partial:
 
     def evaluate(self, ns, g, complex_=False):
         """``g * (d)`` (select form) over the nbgrad values in ``ns``: a Tensor, never a number
-        (a constant zero partial gives zeros shaped like ``g``; ``where(False, g, 0)`` when ``g``
-        is in a graph, so second derivatives through it are 0, not an error)."""
+        (a constant zero partial gives zeros shaped like ``g`` that do not require grad, as
+        PyTorch's ``zeros_like(grad)``)."""
         ns["g"] = g
         r = eval(self.ccode if complex_ else self.code, ns)
         if isinstance(r, Tensor):
             return r
-        r = _make(np.full(g._data.shape, r, g._data.dtype))
-        if g._requires_grad and STATE.enabled:  # stays in the graph (zero second derivative)
-            r = _fns().where(_make(np.zeros(g._data.shape, np.bool_)), g, r)
-        return r
+        # a constant (PyTorch's zeros_like(grad)): outside the graph even under create_graph
+        return _make(np.full(g._data.shape, r, g._data.dtype))
 
 
 _PARTIALS = {}  # OpDef -> tuple of _Partial (None where the op has no derivative)
