@@ -714,6 +714,7 @@ def nonzero(input, *, as_tuple=False):
 
 def _masked_select_vjp(node, grads):
     (shape,) = node.attrs  # broadcast shape: the engine sums the gradient to the input's
+    node.array("x")  # version check: PyTorch's masked_select_backward(grad, self, mask) reads it
     m = node.array("mask")
     try:
         m = np.broadcast_to(m, shape)
@@ -729,7 +730,14 @@ def _masked_select_vjp(node, grads):
     return (_scatter_lin(g, shape, lin),)
 
 
-@op("masked_select", "indexing", node="MaskedSelectBackward0", vjp=_masked_select_vjp, variants=FM)
+@op(
+    "masked_select",
+    "indexing",
+    node="MaskedSelectBackward0",
+    vjp=_masked_select_vjp,
+    variants=FM,
+    saves=("x",),  # PyTorch: masked_select_backward(grad, self, mask) -- version-checked
+)
 def masked_select(input, mask):
     if not isinstance(mask, Tensor) or mask._dtype is not _dt.bool:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
