@@ -1103,3 +1103,43 @@ def test_retained_grad_is_a_contiguous_clone(T):
     y.retain_grad()
     (y.permute(3, 1, 0, 2) * T.ones(1, 1, 1, 1, dtype=T.float64)).sum().backward()
     assert y.grad.is_contiguous()
+
+
+def test_masks_and_conditions_have_no_slot_in_the_node(T):
+    """PyTorch's WhereBackward0 has two next_functions (self, other) and MaskedFillBackward0
+    one: a condition or mask takes no gradient and has no slot."""
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    y = T.tensor(3.0, requires_grad=True)
+    c = T.tensor([False, True])
+    w = T.where(c, y, x)
+    assert len(w.grad_fn.next_functions) == 2
+    w.grad_fn.next_functions[0][0].register_prehook(lambda go: (go[0] * 10,))
+    w.sum().backward()
+    assert y.grad.item() == 10.0 and arr(x.grad).tolist() == [1.0, 0.0]
+    assert len(x.clone().masked_fill(c, 0.0).grad_fn.next_functions) == 1
+    assert len(x.clone().masked_fill(c, y).grad_fn.next_functions) == 2
+
+
+def test_softmax_of_a_0d_tensor_under_create_graph(T):
+    x = T.tensor(0.5, dtype=T.float64, requires_grad=True)
+    for f in (T.softmax, T.log_softmax):
+        (g,) = T.autograd.grad(f(x.clamp(-1, 1), -1), x, create_graph=True)
+        assert g.requires_grad and g.item() == 0.0
+        (g * g).backward()
+        assert x.grad.item() == 0.0
+
+
+@pytest.mark.parametrize("bshape", [(1, 3), (2, 3), (2, 1), (3,), (1,), ()])
+def test_linear_broadcast_bias(T, bshape):
+    x = T.ones(2, 2, dtype=T.float64)
+    w = T.ones(3, 2, dtype=T.float64, requires_grad=True)
+    b = T.ones(bshape, dtype=T.float64, requires_grad=True)
+    y = T.nn.functional.linear(x, w, b)
+    assert tuple(y.shape) == (2, 3) and y.grad_fn.name() == "AddmmBackward0"
+    y.sum().backward()
+    assert b.grad.shape == b.shape and b.grad.sum().item() == 6.0
+
+
+def test_linear_bias_of_too_many_dims(T):
+    with pytest.raises(RuntimeError, match="the number of sizes provided"):
+        T.nn.functional.linear(T.ones(2, 2), T.ones(3, 2), T.ones(1, 1, 3))

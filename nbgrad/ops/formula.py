@@ -296,8 +296,9 @@ def pointwise_vjp(op, node, grads):
         garr = g._data if g._data.dtype == npd else g._data.astype(npd)
         values = None
         cplx = npd.kind == "c"
-        for i, part in enumerate(parts):
-            if part is None or nf[i][0] is None:
+        for k, i in enumerate(op.slots):  # node slot k is the op's argument i
+            part = parts[i]
+            if part is None or nf[k][0] is None:
                 out.append(None)
                 continue
             const = part.const
@@ -316,14 +317,14 @@ def pointwise_vjp(op, node, grads):
                 kp = part.kernels.get(cd)
                 if kp is None:
                     kp = part.kernel(cd)
-                k, params = kp
+                kern, params = kp
                 for n in params:
                     if n not in values:  # saved for this input's partial (OpDef.saves_of)
                         values[n] = node.array(n)
-                r = k(*[values[n] for n in params])
+                r = kern(*[values[n] for n in params])
                 if type(r) is not np.ndarray:
                     r = np.asarray(r)
-            if cplx and not node._in_meta[i][1].is_complex:
+            if cplx and not node._in_meta[k][1].is_complex:
                 r = r.real.copy()  # a real input's gradient is the real part (PyTorch)
             out.append(g if r is g._data else _make(r))
         return tuple(out)
@@ -334,12 +335,13 @@ def pointwise_vjp(op, node, grads):
     for n, v in zip(op.attrs, attrs):
         ns[n] = v
     cplx = cd.startswith("complex")
-    for i, part in enumerate(parts):
-        if part is None or nf[i][0] is None:
+    for k, i in enumerate(op.slots):
+        part = parts[i]
+        if part is None or nf[k][0] is None:
             out.append(None)
             continue
         r = part.evaluate(ns, g, cplx)
-        if r._dtype.is_complex and not node._in_meta[i][1].is_complex:
+        if r._dtype.is_complex and not node._in_meta[k][1].is_complex:
             r = _fns().real(r)
         out.append(r)
     return tuple(out)

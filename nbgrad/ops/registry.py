@@ -69,6 +69,7 @@ class OpDef:
         "impl",
         "_forward_mode",
         "_cache",
+        "slots",
     )
 
     def __init__(
@@ -109,6 +110,9 @@ class OpDef:
         self.hints = hints  # test hints: domain, domain_y, kinks
         self.vjp = vjp
         self.bool_args = tuple(bool_args)
+        # the args with a slot in the node: masks and conditions have none (PyTorch's
+        # WhereBackward0 has two next_functions, self and other)
+        self.slots = tuple(i for i, n in enumerate(self.args) if n not in self.bool_args)
         self.differentiable = bool(self.nodes)
         self.jvp = jvp or (
             ELEMENTWISE if kind == "pointwise" else TRANSPOSE if self.differentiable else COMPOSITE
@@ -199,9 +203,10 @@ class OpDef:
     def record(self, arr, inputs, *, overload=None, attrs=None, saved=None, view_of=None):
         """Wrap the forward result ``arr`` and, when an input requires grad, record this op's
         node (of ``overload``) with its declared saves; see ``record``."""
-        slots = inputs
-        if self.bool_args:  # masks and conditions take no gradient
-            slots = [None if n in self.bool_args else t for n, t in zip(self.args, inputs)]
+        slots = grads = inputs
+        if self.bool_args:  # masks and conditions take no gradient and have no slot
+            grads = [None if n in self.bool_args else t for n, t in zip(self.args, inputs)]
+            slots = [inputs[i] for i in self.slots]
         return record(
             arr,
             self.nodes.get(overload),
@@ -213,7 +218,7 @@ class OpDef:
             saves=[
                 (n, inputs[self.args.index(n)] if n != "out" else None)
                 for n in (
-                    _pick(self.saves, overload) if overload is not None else self.saves_of(slots)
+                    _pick(self.saves, overload) if overload is not None else self.saves_of(grads)
                 )
             ],
         )
