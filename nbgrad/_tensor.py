@@ -536,18 +536,24 @@ def _rebuild_tensor(cls, buf, off, dtype, shape, strides, writeable, requires_gr
     return t
 
 
+def _owner(a):
+    """The array at the root of ``a``'s ``.base`` chain (through as_strided's DummyArray bases):
+    the one owning the memory, shared by every view of it."""
+    root = a
+    while True:
+        b = root.base
+        b = b if isinstance(b, np.ndarray) else getattr(b, "base", None)
+        if not isinstance(b, np.ndarray):
+            return root
+        root = b
+
+
 def _deepcopy_data(a, memo):
     """A copy of ``a`` with its strides; arrays deep-copied together that share memory (a view
     and its base) share the copy, as PyTorch's storage deepcopy does."""
     if a.size == 0:
         return np.ndarray(a.shape, a.dtype, buffer=np.empty(0, np.uint8), strides=a.strides)
-    root = a
-    while True:  # the array owning the memory (through as_strided's DummyArray bases too)
-        b = root.base
-        b = b if isinstance(b, np.ndarray) else getattr(b, "base", None)
-        if not isinstance(b, np.ndarray):
-            break
-        root = b
+    root = _owner(a)
     lo, hi = _bounds(root)
     alo, ahi = _bounds(a)
     if not (root.flags.c_contiguous or root.flags.f_contiguous) or alo < lo or ahi > hi:
