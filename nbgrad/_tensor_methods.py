@@ -61,17 +61,17 @@ def _eq(self, other):
     """``==``; an ndarray is compared as a tensor (PyTorch's ``__eq__``, unlike its ``!=``, ``<``
     and arithmetic, which leave an ndarray to NumPy: ``t + a`` is ``np.add(t, a)`` wrapped back
     into a tensor by ``Tensor.__array_wrap__``)."""
-    if isinstance(other, np.ndarray):
-        if other.dtype.kind not in "biufc":
-            return NotImplemented
-        if any(st < 0 for st in other.strides):
-            raise ValueError(
-                "At least one stride in the given numpy array is negative, and tensors with "
-                "negative strides are not currently supported. (You can probably work around "
-                "this by making a copy of your array  with array.copy().) "
-            )
-        return pw.eq(self, creation.from_numpy(other))
-    return pw.eq(self, other) if _operand(other) is not NotImplemented else False
+    if _operand(other) is not NotImplemented:
+        return pw.eq(self, other)
+    if not isinstance(other, np.ndarray) or other.dtype.kind not in "biufc":
+        return False
+    if any(st < 0 for st in other.strides):
+        raise ValueError(
+            "At least one stride in the given numpy array is negative, and tensors with "
+            "negative strides are not currently supported. (You can probably work around "
+            "this by making a copy of your array  with array.copy().) "
+        )
+    return pw.eq(self, creation.from_numpy(other))
 
 
 def _binop(fn, reflected=False):

@@ -397,6 +397,12 @@ class _Unpickler:
         return self.stack.pop()
 
     def load(self):
+        try:
+            return self._load()
+        except (TypeError, ValueError, OverflowError, KeyError, IndexError, struct.error) as e:
+            raise _refuse("a malformed pickle (%s: %s)" % (type(e).__name__, e)) from None
+
+    def _load(self):
         self.stack, self.metastack = [], []
         st = struct.unpack
         while True:
@@ -424,6 +430,10 @@ class _Unpickler:
                     raise _refuse("Trying to call reduce for unrecognized function %r" % (func,))
                 if func is Tensor or func is Parameter:
                     raise _refuse("calling %s directly" % func.__name__)
+                if func in (collections.OrderedDict, collections.Counter) and not (
+                    not args or (len(args) == 1 and type(args[0]) in (list, tuple, dict))
+                ):  # not an arbitrary iterable: a forged tensor could be iterated for ever
+                    raise _refuse("%s of %r" % (func.__name__, [type(a).__name__ for a in args]))
                 try:
                     s.append(func(*args))
                 except (TypeError, ValueError, OverflowError) as e:

@@ -380,6 +380,9 @@ def test_a_pickle_calling_os_system_is_refused(tmp_path):
         (b"\x80\x02c__builtin__\nset\nN\x85R.", "set of NoneType"),
         (b"\x80\x02ctorch\nbfloat16\n.", "dtype nbgrad does not have"),
         (b"\x80\x02", "truncated"),
+        (b"\x80\x02}]K\x01s.", "unhashable"),  # a list as a dict key
+        (b"\x80\x02ccollections\nOrderedDict\nK\x05\x85R.", "OrderedDict of"),
+        (b"\x80\x02X\x02\x00\x00\x00\xff\xfe.", "malformed pickle"),  # bad UTF-8
     ],
 )
 def test_hostile_pickles(pkl, match):
@@ -521,3 +524,21 @@ def test_safetensors_with_pytorch(tmp_path):
     stt.save_file({"x": torch.zeros(2, dtype=torch.bfloat16)}, tmp_path / "bf.safetensors")
     with pytest.raises(TypeError, match="dtype nbgrad does not have"):
         st.load_file(tmp_path / "bf.safetensors")
+
+
+def test_mutated_pickles_raise_only_clear_errors():
+    """Random byte changes in data.pkl (zip CRCs recomputed): a result or a clear error
+    (UnpicklingError / RuntimeError), never another exception type."""
+    b = nbgrad.arange(6.0).reshape(2, 3)
+    src = {"sd": collections.OrderedDict(w=b, v=b.t()), "p": nn.Parameter(nbgrad.ones(2))}
+    src["misc"] = [1, 2.5, "x", b"y", {1}, 1j, (1, 2), 2**80, nbgrad.Size([2])]
+    pkl, records = pkl_of(to_torch_file(src))
+    rng = np.random.default_rng(0)
+    for _ in range(400):
+        bad = bytearray(pkl)
+        for _ in range(rng.integers(1, 4)):
+            bad[rng.integers(2, len(bad))] = rng.integers(0, 256)
+        try:
+            load_bytes(make_zip(bytes(bad), records))
+        except (pickle.UnpicklingError, RuntimeError):
+            pass

@@ -101,4 +101,3 @@ def _checked(read):
         raise TypeError(
             "the safetensors file holds a tensor of a dtype nbgrad does not have (%s)" % e
         ) from None
-
