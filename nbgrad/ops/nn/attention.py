@@ -75,6 +75,8 @@ def use_fused(q, k, v, mask, dropout_p, enable_gqa):
         return False
     if q.shape[2] == 0 or k.shape[2] == 0:
         return False
+    if k.shape[2] != v.shape[2]:  # PyTorch's kernel reads v past its end; the composite path
+        return False  # raises matmul's error (docs/differences.md)
     if q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1:
         return False
     return q._dtype in (_dt.float32, _dt.float64, _dt.float16)
@@ -157,22 +159,25 @@ def _sdpa_vjp(node, grads):
     g = grads[0]
     is_causal, scale = node.attrs
     q, k, v = node.unpack("q"), node.unpack("k"), node.unpack("v")
-    mask = node.unpack("mask") if node.saved.get("mask") is not None else None
-    if not STATE.enabled:
-        return _fused_grads(node, g, q, k, v, mask, is_causal, scale)
+    mask = node.unpack("mask") if node.saved["mask"] is not None else None
+    if not STATE.enabled and not needs(node, 3):
+        return _fused_grads(node, g, q, k, v, mask, is_causal, scale) + (None,)
+    # differentiable form (create_graph, forward mode), and the mask's gradient: dS itself
     G = q.shape[1] // k.shape[1]
     ke, ve = _heads(k, G), _heads(v, G)
     p = probs(q, ke, mask, is_causal, scale)
     dp = matmul(g, ve.transpose(-2, -1))
     ds = p * (dp - (dp * p).sum(-1, keepdim=True))
-    gq = gk = gv = None
+    gq = gk = gv = gm = None
     if needs(node, 0):
         gq = matmul(ds, ke) * scale
     if needs(node, 1):
         gk = _fold_heads(matmul(ds.transpose(-2, -1), q) * scale, G)
     if needs(node, 2):
         gv = _fold_heads(matmul(p.transpose(-2, -1), g), G)
-    return gq, gk, gv
+    if needs(node, 3):  # summed to the mask's shape by the engine
+        gm = ds
+    return gq, gk, gv, gm
 
 
 @op(
@@ -180,8 +185,8 @@ def _sdpa_vjp(node, grads):
     "nn",
     node="ScaledDotProductFlashAttentionForCpuBackward0",
     vjp=_sdpa_vjp,
-    args=("q", "k", "v"),
-    saves=("q", "k", "v", "out"),
+    args=("q", "k", "v", "mask"),
+    saves=("q", "k", "v", "mask", "out"),
     kernels=CPU,
     saved_names={"query": "q", "key": "k", "value": "v", "output": "out", "attn_mask": "mask"},
 )
@@ -189,7 +194,9 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None
     """The fused attention of 4-D ``q`` (B, H, L, E), ``k`` (B, Hk, S, E), ``v`` (B, Hk, S, Ev)
     with H a multiple of Hk, an additive float ``mask`` of 2 or 4 dims (each 1 or full) and
     PyTorch's top-left causal mask; ``F.scaled_dot_product_attention`` checks the arguments and
-    calls it when PyTorch would run its fused kernel (NOTE [attention paths])."""
+    calls it when PyTorch would run its fused kernel (NOTE [attention paths]).  The mask is an
+    input slot too: PyTorch sends a mask that requires grad to the composite path, but a mask
+    with a forward-mode tangent reaches this op, and its tangent must not be dropped."""
     cd = compute_dtype(q._dtype)
     B, H, L, E = q.shape
     sc = default_scale(E, scale)
@@ -199,8 +206,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None
     KA.sdpa_fwd_cpu(qa, ka, va, _mask4(mask, cd), bool(is_causal), cd.type(sc), out, lse)
     return scaled_dot_product_attention.op.record(
         out.astype(q._dtype.np, copy=False),
-        (q, k, v),
-        saved={"lse": lse, "mask": mask},
+        (q, k, v, mask),
+        saved={"lse": lse},
         attrs=(bool(is_causal), sc),
     )
 
@@ -236,6 +243,10 @@ def sdpa_math(q, k, v, mask, dropout_p, is_causal, scale, enable_gqa, dropout):
         attn = attn.add_(mask)
     attn = safe_softmax(attn)
     if dropout_p > 0.0:
+        if dropout_p > 1.0:  # at::dropout's check (a RuntimeError, unlike F.dropout's)
+            raise RuntimeError(
+                "dropout probability has to be between 0 and 1, but got %g" % dropout_p
+            )
         attn = dropout(attn, dropout_p, True)
     out = matmul(attn, v)
     return out.to(origin) if origin is not out._dtype else out
