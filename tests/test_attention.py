@@ -132,6 +132,22 @@ def test_sdpa_uses_fused_kernel_where_pytorch_does():
 
 
 @needs_torch
+def test_sdpa_node_saves_like_torch():
+    nodes = []
+    for T in (nbgrad, torch):
+        q = T.ones(1, 2, 3, 4, requires_grad=True)
+        m = T.zeros(3, 3)
+        o = T.nn.functional.scaled_dot_product_attention(q, q[:, :, :3], q[:, :, :3], m, scale=0.5)
+        n = o.grad_fn
+        assert n._saved_query is q and n._saved_attn_mask is m
+        assert tuple(n._saved_output.shape) == (1, 2, 3, 4)
+        nodes.append((n._saved_scale, n._saved_is_causal, n._saved_dropout_p))
+        nodes.append(n._saved_logsumexp.detach().numpy())
+    assert nodes[0] == nodes[2]
+    np.testing.assert_allclose(nodes[1], nodes[3], rtol=1e-6)
+
+
+@needs_torch
 def test_sdpa_nan_propagates_like_torch():
     rng = np.random.default_rng(3)
     qa, ka = rng.normal(size=(1, 2, 3, 4)), rng.normal(size=(1, 2, 5, 4))
@@ -340,6 +356,8 @@ def _err_cases():
         ("causal-int", lambda T: (q4(T), k4(T), k4(T)), dict(is_causal=1)),
         ("scale-str", lambda T: (q4(T), k4(T), k4(T)), dict(scale="a")),
         ("gqa-int", lambda T: (q4(T), k4(T), k4(T)), dict(enable_gqa=1)),
+        ("causal-numpy-bool", lambda T: (q4(T), k4(T), k4(T)), dict(is_causal=np.bool_(True))),
+        ("dropout-list", lambda T: (q4(T), k4(T), k4(T)), dict(dropout_p=[0.1])),
         ("dtype", lambda T: (q4(T), r(2, 4, 5, 8, dtype="float64")(T), k4(T)), {}),
         ("1d", lambda T: (r(8)(T), r(5, 8)(T), r(5, 8)(T)), {}),
         ("mask-int", lambda T: (q4(T), k4(T), k4(T), T.zeros(3, 5, dtype=T.int64)), {}),
@@ -381,6 +399,29 @@ def test_sdpa_errors_match_torch(case):
         got.append((type(info.value), str(info.value)))
     assert got[0][0] is got[1][0], got
     assert got[0][1] == got[1][1], got
+
+
+@needs_torch
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(dropout_p=True),  # a float argument takes bools, numpy numbers, 1-element tensors
+        dict(dropout_p=np.float32(0.0), scale=1),
+        dict(scale=np.float64(0.5)),
+        dict(dropout_p="tensor"),
+    ],
+)
+def test_sdpa_float_arguments_accept_what_torch_accepts(kw):
+    outs = []
+    for T in (nbgrad, torch):
+        T.manual_seed(0)
+        q = T.ones(1, 1, 2, 2, dtype=T.float64)
+        kw2 = {k: (T.tensor(0.0) if v == "tensor" else v) for k, v in kw.items()}
+        outs.append(T.nn.functional.scaled_dot_product_attention(q, q, q, **kw2))
+    if kw.get("dropout_p") is True:  # p = 1: everything dropped
+        assert not outs[0].numpy().any() and not outs[1].numpy().any()
+    else:
+        _compare(outs[0], outs[1])
 
 
 def test_sdpa_rejects_unknown_keyword_and_positional_scale():
@@ -428,6 +469,7 @@ MHA_CASES = [
     ("causal-hint", dict(), dict(attn_mask="causal", is_causal=True, need_weights=False)),
     ("unbatched", dict(), dict(unbatched=True, kpm="bool")),
     ("self-attention", dict(batch_first=True), dict(self_attn=True, need_weights=False)),
+    ("key-is-value", dict(), dict(kv_same=True, kpm="bool")),
     ("eval-dropout", dict(dropout=0.5), dict(eval=True)),
 ]
 
@@ -456,6 +498,8 @@ def _mha_run(T, ckw, fkw, tm=None):
     else:
         k = T.tensor(rng.normal(size=shape(S, ckw.get("kdim", E))), requires_grad=True)
         v = T.tensor(rng.normal(size=shape(S, ckw.get("vdim", E))), requires_grad=True)
+        if fkw.get("kv_same"):  # encoder-decoder attention: one projection for key and value
+            v = k
     kw = {a: fkw[a] for a in ("need_weights", "average_attn_weights", "is_causal") if a in fkw}
     kpm = rng.random((N, S)) < 0.3
     kpm[:, 0] = False

@@ -10,6 +10,7 @@ import numpy as np
 from .. import dtypes as _dt, random as _random
 from .._tensor import Tensor
 from ..autograd import inplace as _inplace
+from ..creation import _type_name
 from ..ops import pointwise_fns as _api, softmax as _softmax
 from ..ops.dispatch import (
     broadcast_error as _broadcast_error,
@@ -286,18 +287,20 @@ def _bmm(a, b):
 
 
 def _real_arg(x, fn, name):
-    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
-        if not isinstance(x, (bool, np.bool_)):
-            raise TypeError(
-                "%s(): argument '%s' must be float, not %s" % (fn, name, type(x).__name__)
-            )
+    """A float argument as PyTorch's parser takes one: Python and numpy numbers (bool
+    included) and one-element tensors."""
+    if isinstance(x, Tensor) and x.numel() == 1:
+        return float(x.item())
+    if not isinstance(x, (int, float, np.integer, np.floating)):
+        raise TypeError("%s(): argument '%s' must be float, not %s" % (fn, name, _type_name(x)))
     return float(x)
 
 
 def _bool_arg(x, fn, name):
-    if not isinstance(x, (bool, np.bool_)):
-        raise TypeError("%s(): argument '%s' must be bool, not %s" % (fn, name, type(x).__name__))
-    return bool(x)
+    """A bool argument: only ``True``/``False`` (PyTorch rejects ints and numpy bools)."""
+    if not isinstance(x, bool):
+        raise TypeError("%s(): argument '%s' must be bool, not %s" % (fn, name, _type_name(x)))
+    return x
 
 
 def scaled_dot_product_attention(
@@ -370,7 +373,7 @@ def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_
         warnings.warn(
             "Support for mismatched %s and %s is deprecated. Use same type for both instead."
             % (mask_name, other_name),
-            stacklevel=3,
+            stacklevel=2,
         )
     if not is_float:
         tt = _dt.as_dtype(target_type)

@@ -188,7 +188,14 @@ def _sdpa_vjp(node, grads):
     args=("q", "k", "v", "mask"),
     saves=("q", "k", "v", "mask", "out"),
     kernels=CPU,
-    saved_names={"query": "q", "key": "k", "value": "v", "output": "out", "attn_mask": "mask"},
+    saved_names={
+        "query": "q",
+        "key": "k",
+        "value": "v",
+        "output": "out",
+        "attn_mask": "mask",
+        "logsumexp": "lse",
+    },
 )
 def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None):
     """The fused attention of 4-D ``q`` (B, H, L, E), ``k`` (B, Hk, S, E), ``v`` (B, Hk, S, Ev)
@@ -207,7 +214,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None
     return scaled_dot_product_attention.op.record(
         out.astype(q._dtype.np, copy=False),
         (q, k, v, mask),
-        saved={"lse": lse},
+        saved={"lse": _make(lse), "scale": scale, "is_causal": bool(is_causal), "dropout_p": 0.0},
         attrs=(bool(is_causal), sc),
     )
 
