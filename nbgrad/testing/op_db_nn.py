@@ -181,6 +181,25 @@ def np_gelu_tanh(x):
     return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
 
 
+def np_sdpa(q, k, v, mask=None, causal=False, scale=None, gqa=False):
+    """softmax(q k^T * scale + mask) v with fully masked rows giving zeros (PyTorch's
+    _safe_softmax); a bool mask marks the positions that take part."""
+    sc = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    if gqa:
+        k = np.repeat(k, q.shape[-3] // k.shape[-3], axis=-3)
+        v = np.repeat(v, q.shape[-3] // v.shape[-3], axis=-3)
+    s = q @ np.swapaxes(k, -1, -2) * sc
+    if mask is not None:
+        s = s + (np.where(mask, 0.0, -np.inf) if mask.dtype == bool else mask)
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
+    m = s.max(-1, keepdims=True)
+    dead = m == -np.inf
+    e = np.exp(s - np.where(dead, 0.0, m))
+    p = np.where(dead, 0.0, e / np.where(dead, 1.0, e.sum(-1, keepdims=True)))
+    return (p @ v).astype(q.dtype)
+
+
 def _fn(name):
     """fn(T, ...) calling T.nn.functional.<name>."""
 
@@ -532,6 +551,73 @@ OP_DB_NN = [
         ),
         lambda x, t, w, pw: np_bcel(x, t, w, pw, "sum"),
         [(F((3, 4)), F((3, 4), **PROB), N((3, 1), 0.5, 2.0), N((4,), 0.5, 2.0))],
+    ),
+    # -- scaled_dot_product_attention: the fused op (4-D), then the composite path --
+    OpInfo(
+        "scaled_dot_product_attention",
+        lambda T, q, k, v: _F(T).scaled_dot_product_attention(q, k, v),
+        np_sdpa,
+        [
+            (F((1, 2, 3, 4)), F((1, 2, 5, 4)), F((1, 2, 5, 4))),
+            (F((2, 1, 4, 3)), F((2, 1, 4, 3)), F((2, 1, 4, 3))),
+        ],
+    ),
+    OpInfo(
+        "scaled_dot_product_attention",
+        lambda T, q, k, v, m: _F(T).scaled_dot_product_attention(q, k, v, m, scale=0.7),
+        lambda q, k, v, m: np_sdpa(q, k, v, m, scale=0.7),
+        [
+            (F((1, 2, 3, 4)), F((1, 2, 5, 4)), F((1, 2, 5, 4)), N((3, 5))),
+            (F((2, 2, 3, 4)), F((2, 2, 5, 4)), F((2, 2, 5, 4)), N((2, 1, 1, 5))),
+        ],
+    ),
+    OpInfo(
+        "scaled_dot_product_attention",
+        lambda T, q, k, v, m: _F(T).scaled_dot_product_attention(q, k, v, m.bool()),
+        lambda q, k, v, m: np_sdpa(q, k, v, m.astype(bool)),
+        # a bool mask (from the int one); row 1 of the first batch is fully masked: zeros, and
+        # zero gradients
+        [
+            (
+                F((2, 1, 3, 4)),
+                F((2, 1, 5, 4)),
+                F((2, 1, 5, 4)),
+                I([[[[1, 0, 1, 1, 0], [0, 0, 0, 0, 0], [1, 1, 1, 1, 1]]], [[[0, 0, 0, 0, 1]] * 3]]),
+            )
+        ],
+    ),
+    OpInfo(
+        "scaled_dot_product_attention",
+        lambda T, q, k, v: _F(T).scaled_dot_product_attention(q, k, v, is_causal=True),
+        lambda q, k, v: np_sdpa(q, k, v, causal=True),
+        [
+            (F((1, 2, 4, 3)), F((1, 2, 4, 3)), F((1, 2, 4, 3))),
+            (F((1, 1, 3, 2)), F((1, 1, 5, 2)), F((1, 1, 5, 2))),
+        ],
+    ),
+    OpInfo(
+        "scaled_dot_product_attention",
+        lambda T, q, k, v: _F(T).scaled_dot_product_attention(q, k, v, enable_gqa=True),
+        lambda q, k, v: np_sdpa(q, k, v, gqa=True),
+        [(F((1, 4, 3, 2)), F((1, 2, 5, 2)), F((1, 2, 5, 2)))],
+    ),
+    OpInfo(
+        "nn.sdpa_math",
+        lambda T, q, k, v, m: _F(T).scaled_dot_product_attention(q, k, v, m),
+        lambda q, k, v, m: np_sdpa(q, k, v, m),
+        [(F((2, 3, 4)), F((2, 5, 4)), F((2, 5, 3)), N((3, 5)))],
+    ),
+    OpInfo(
+        "nn.sdpa_math",
+        lambda T, q, k, v, m: _F(T).scaled_dot_product_attention(q, k, v, m.bool()),
+        lambda q, k, v, m: np_sdpa(q, k, v, m.astype(bool)),
+        [(F((3, 2)), F((4, 2)), F((4, 2)), I([[1, 0, 1, 1], [0, 0, 0, 0], [1, 1, 0, 0]]))],
+    ),
+    OpInfo(
+        "nn.sdpa_math",
+        lambda T, q, k, v, m: _F(T).scaled_dot_product_attention(q, k, v, m),
+        lambda q, k, v, m: np_sdpa(q, k, v, m),
+        [(F((1, 2, 3, 2)), F((1, 2, 4, 2)), F((1, 2, 4, 2)), F((3, 4)))],  # mask requires grad
     ),
     # -- one_hot, pad, normalize --
     OpInfo(
