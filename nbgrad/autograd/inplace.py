@@ -16,6 +16,7 @@ from ..ops.registry import new_node, node_class
 from .dual import DUAL, set_tangent, tangent_of, zeros_like_layout
 from .engine import conform_grads
 from .graph import Node, SavedOutput, edge
+from .saved import MUTATION
 
 _make = Tensor._make
 
@@ -68,6 +69,8 @@ def _view_error(t, what):
 def check_inplace(self, record=None):
     """PyTorch's errors for in-place writes that autograd cannot record.  ``record``: the write
     is recorded (grad mode on and ``self`` or an operand requires grad)."""
+    if MUTATION:  # NOTE [mutation on saved tensors]
+        MUTATION[-1](self)
     a = self._data
     if a.size and any(st == 0 and n > 1 for st, n in zip(a.strides, a.shape)):
         raise RuntimeError(
