@@ -5,3 +5,6 @@ Importing this package registers them; nn/functional.py is their PyTorch-signatu
 from . import conv, embedding, linear, loss, norm, pad, pool
 
 __all__ = ["conv", "embedding", "linear", "loss", "norm", "pad", "pool"]
+from . import rnn  # noqa: E402  (recurrent cells)
+
+__all__ += ["rnn"]
