@@ -495,3 +495,41 @@ def test_nan_propagates_like_torch(name):
     for a, b in zip(*outs):
         np.testing.assert_array_equal(np.isnan(b), np.isnan(a))
         np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12)
+
+
+# -- the float32 gate functions (NOTE [vectorised gates] in kernels/cpu/rnn.py) ------------------
+
+
+def test_float32_gate_functions_are_as_accurate_as_libm():
+    from numba import njit
+
+    from nbgrad.kernels.cpu.rnn import _sigmoid, _tanh
+
+    @njit
+    def run(x, s, t):
+        for i in range(x.size):
+            s[i] = _sigmoid(x[i])
+            t[i] = _tanh(x[i])
+
+    rng = np.random.default_rng(0)
+    x = np.concatenate(
+        [rng.standard_normal(20000) * s for s in (1e-3, 0.1, 0.6, 1, 3, 10, 30, 100)]
+        + [np.float32([0, -0.0, 1e-40, 0.625, -0.625, 87, -87, 88.5, -88.5, 1e4, -1e4])]
+    ).astype(np.float32)
+    s, t = np.empty_like(x), np.empty_like(x)
+    run(x, s, t)
+    xd = x.astype(np.float64)
+    with np.errstate(over="ignore"):
+        for got, want in ((s, 1 / (1 + np.exp(-xd))), (t, np.tanh(xd))):
+            normal = np.abs(want) > np.finfo(np.float32).tiny
+            rel = np.abs(got[normal] - want[normal]) / np.abs(want[normal])
+            assert rel.max() < 3e-7
+            assert np.abs(got - want).max() < 1e-7
+    assert s[x == 1e4].item() == 1.0 and s[x == -1e4].item() == 0.0
+    assert t[x == 1e4].item() == 1.0 and t[x == -1e4].item() == -1.0
+    assert np.all(t[x == 0] == 0) and np.all(s[x == 0] == 0.5)  # (the sign of zero: nsz)
+    special = np.float32([np.nan, np.inf, -np.inf])
+    s, t = np.empty_like(special), np.empty_like(special)
+    run(special, s, t)
+    assert np.isnan(s[0]) and np.isnan(t[0])
+    assert s[1:].tolist() == [1.0, 0.0] and t[1:].tolist() == [1.0, -1.0]

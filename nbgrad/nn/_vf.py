@@ -108,8 +108,15 @@ def _relu_step(xg, hg, state):
 
 
 def _layer(step, x, state, w_ih, w_hh, b_ih, b_hh, w_hr, reverse):
-    """One direction of one layer over x (T, B, I): ``(outputs (T, B, H), final state)``."""
-    xgs = F.linear(x, w_ih, b_ih).unbind(0)  # the input projection: one matmul for all steps
+    """One direction of one layer over x (T, B, I): ``(outputs (T, B, H), final state)``.
+
+    The input projection of all steps is one matmul.  Where the gates only see the sum of the
+    two projections (LSTM, RNN), ``b_hh`` joins ``b_ih`` there, so a step's hidden projection is
+    a bare matmul (no per-step bias add, sum and gradient accumulation); the GRU's n gate scales
+    the hidden part by r, so its ``b_hh`` stays in the step."""
+    if b_hh is not None and step is not _gru_step:
+        b_ih, b_hh = b_ih + b_hh, None
+    xgs = F.linear(x, w_ih, b_ih).unbind(0)
     w_hh_t = w_hh.t() if b_hh is None else None
     w_hr_t = w_hr.t() if w_hr is not None else None
     h = state[0] if isinstance(state, tuple) else state
