@@ -358,6 +358,23 @@ def cnn_step(T, batch):
     return run
 
 
+def lstm_step(T, seq, batch, inputs, hidden):
+    """``nn.LSTM(inputs, hidden)`` over a (seq, batch, inputs) float32 sequence, forward and
+    backward of ``output.sum()`` (the weights' gradients are reset after each call)."""
+    T.manual_seed(0)
+    lstm = T.nn.LSTM(inputs, hidden)
+    x = T.tensor(_randn((seq, batch, inputs)), requires_grad=True)
+
+    def run():
+        out, _ = lstm(x)
+        out.sum().backward()
+        x.grad = None
+        for p in lstm.parameters():
+            p.grad = None
+
+    return run
+
+
 # ---------------------------------------------------------------------------------------------
 # attention
 
@@ -750,6 +767,16 @@ WORKLOADS = [
         full={"batch": 64, "seq": 8, "d_model": 64},
         quick={"batch": 4, "seq": 4, "d_model": 8},
         requires=_requires_attention,
+    ),
+    Workload(
+        "lstm_step",
+        "LSTM {inputs}-{hidden}, {seq} steps x batch {batch} float32, fwd+bwd",
+        "workload",
+        "ms",
+        {"step": lstm_step},
+        full={"seq": 50, "batch": 32, "inputs": 64, "hidden": 128},
+        quick={"seq": 4, "batch": 2, "inputs": 3, "hidden": 5},
+        doc="time loop of fused cell ops (nbgrad) vs PyTorch's CPU LSTM (oneDNN for float32)",
     ),
     Workload(
         "tensor_hook",

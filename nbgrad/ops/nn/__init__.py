@@ -6,3 +6,6 @@ from . import conv, embedding, linear, loss, norm, pad, pool
 from .attention import scaled_dot_product_attention  # noqa: F401  (registers the op)
 
 __all__ = ["conv", "embedding", "linear", "loss", "norm", "pad", "pool"]
+from . import rnn  # noqa: E402  (recurrent cells)
+
+__all__ += ["rnn"]
