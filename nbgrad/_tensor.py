@@ -460,10 +460,15 @@ def _track_view(view, base):
             _track_view(base, root)
     views.append(weakref.ref(view))
     if len(views) >= views.cap:
-        with _PRUNE_LOCK:  # one pruner at a time; views appended meanwhile are kept
-            n = len(views)
-            views[:n] = [r for r in views[:n] if r() is not None]
-            views.cap = max(64, 2 * len(views))
+        prune_views(views)
+
+
+def prune_views(views):
+    """Drop the dead references of a base's view list."""
+    with _PRUNE_LOCK:  # one pruner at a time; views appended meanwhile are kept
+        n = len(views)
+        views[:n] = [r for r in views[:n] if r() is not None]
+        views.cap = max(64, 2 * len(views))
 
 
 # NOTE [view creation meta]: PyTorch's CreationMeta, how a view was made; a view made any other

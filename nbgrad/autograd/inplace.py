@@ -15,6 +15,7 @@ from .._tensor import (
     Tensor,
     _bounds,
     _dense,
+    prune_views,
     storage_root,
     view_positions,
     view_rebase_error,
@@ -105,7 +106,7 @@ def overlap_ok(fn, args):
             "performing this operation. This also applies to advanced indexing e.g. %s"
             % (op, _OVERLAP_EXAMPLE[op]),
             UserWarning,
-            stacklevel=4,
+            stacklevel=5,  # the user's line: x.op_() or x[idx] = v
         )
     return True
 
@@ -249,11 +250,12 @@ def inplace(self, fn, *args, **kwargs):
             self._requires_grad = True
             if self._retains_grad and old is not None and old._retain:
                 _move_retain(old, old_nr, node, res._output_nr)
-            views_follow(self, None)
+            if self._views is not None or self._alias is not None:
+                views_follow(self, None)
         if node.saved and "out" in node.saved:
             node.saved["out"] = SavedOutput(self)
-    else:  # not recorded (no_grad): the views still follow the new version (PyTorch)
-        views_follow(self, None)
+    elif self._views is not None or self._basev is not None or self._alias is not None:
+        views_follow(self, None)  # not recorded (no_grad): the views still follow (PyTorch)
     return self
 
 
@@ -349,9 +351,11 @@ def refresh_views(base, skip):
         return
     rg = base._requires_grad
     edge_ = meta = None
-    for ref in list(views):
-        v = ref()
-        if v is None or v is skip or v._stale is not None:
+    live = [v for v in (r() for r in list(views)) if v is not None]
+    if len(live) < len(views):
+        prune_views(views)
+    for v in live:
+        if v is skip or v._stale is not None:
             continue
         if v._basev is not base:
             if v._alias is not None and v._alias[0]() is base and v._views:

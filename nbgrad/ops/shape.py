@@ -13,9 +13,10 @@ import numbers
 import numpy as np
 
 from .. import dtypes as _dt
-from .._tensor import Tensor, _wrap_dim, view_base, view_meta
+from .._tensor import CM_MULTI_OUTPUT, Tensor, _wrap_dim, view_base, view_meta
 from ..autograd.batching import BATCH, batched, lead, sum_to
 from ..creation import _alloc, contiguous_strides, empty_strided_array, zeros
+from ..grad_mode import STATE
 from .registry import FUNCTION, INPLACE, LINEAR, METHOD, OUT, internal_op, op
 
 _make = Tensor._make
@@ -646,10 +647,14 @@ def _mark_views(tensor, outs):
     made with PyTorch's MULTI_OUTPUT_NODE creation meta (NOTE [view creation meta]: in-place
     writes to them are refused, and they cannot follow one to their base)."""
     base = view_base(tensor)
+    fast = STATE.enabled and not tensor._cmeta and not tensor._inference
     for o in outs:
         o._vc = tensor._vc
         o._base = base
-        view_meta(o, tensor, base, True)
+        if fast:
+            o._cmeta = CM_MULTI_OUTPUT
+        else:
+            view_meta(o, tensor, base, True)
 
 
 @op(
