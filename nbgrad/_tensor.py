@@ -571,7 +571,9 @@ def view_rebase_error(t, indirect):
 
 def sync_views_requires_grad(base):
     """``base``'s requires_grad changed: its views without a grad_fn follow (PyTorch computes a
-    view's requires_grad from its base's)."""
+    view's requires_grad from its base's), and those written in place meanwhile now follow that
+    write (autograd/inplace.py: ``refresh_views``)."""
+    moved = False
     for ref in list(base._views):
         v = ref()
         if v is None or v._basev is not base or v._grad_fn is not None:
@@ -579,6 +581,11 @@ def sync_views_requires_grad(base):
         if v._stale is not None and v._stale[0] is not None:
             continue
         v._requires_grad = v._own_rg or base._requires_grad
+        moved = moved or "_moved" in v.__dict__
+    if moved and base._requires_grad:
+        from .autograd.inplace import refresh_views  # cycle: inplace sits above the tensor
+
+        refresh_views(base, None, True)
 
 
 class Size(tuple):

@@ -867,6 +867,22 @@ def test_a_view_of_an_empty_base_follows_an_inplace(T):
     assert v.grad_fn.name() == "AsStridedBackward0"
 
 
+def test_views_follow_a_write_made_before_their_base_required_grad(T):
+    """PyTorch's getter compares versions when asked: a view of a tensor written in place before
+    it started to require grad follows that write then (or is stale), a newer view does not."""
+    b = T.zeros(3)
+    v = b[:2]
+    with T.no_grad():
+        u = b[1:]
+    b.add_(1)
+    w = b[1:]
+    b.requires_grad_()
+    assert v.grad_fn.name() == "AsStridedBackward0" and v.requires_grad
+    assert w.grad_fn is None and w.requires_grad
+    with pytest.raises(RuntimeError, match=re.escape(NO_GRAD_BASE_MODIFIED)):
+        u.grad_fn
+
+
 def test_views_follow_writes_through_detached_aliases(T):
     """detach() shares the version counter: a write through the alias makes the other views
     follow (regenerated, or stale for split outputs), but no CopySlices lands on the original;

@@ -340,12 +340,14 @@ def _set_view_fn(v, node):
         _move_retain(old, old_nr, node, 0)
 
 
-def refresh_views(base, skip):
+def refresh_views(base, skip, moved_only=False):
     """NOTE [views follow their base] (_tensor.py): after an in-place write into ``base`` or
     one of its views, every other live view of it that takes part in autograd (it has a
     grad_fn, or its base requires grad) gets PyTorch's regenerated grad_fn, an
     ``AsStridedBackward0`` reading the base's new history, or, for a view made any other way
-    than DEFAULT, goes stale (NOTE [view creation meta]: reading its grad_fn raises)."""
+    than DEFAULT, goes stale (NOTE [view creation meta]: reading its grad_fn raises).  A view
+    left out because neither holds is marked ``_moved``: when its base starts to require grad,
+    PyTorch's getter sees the version moved, and ``moved_only`` then refreshes just those."""
     views = base._views
     if not views:
         return
@@ -358,12 +360,15 @@ def refresh_views(base, skip):
         if v is skip or v._stale is not None:
             continue
         if v._basev is not base:
-            if v._alias is not None and v._alias[0]() is base and v._views:
+            if v._alias is not None and v._alias[0]() is base and v._views and not moved_only:
                 # a detach()ed alias: its own views
                 refresh_views(v, skip)
             continue
+        if moved_only and not v.__dict__.pop("_moved", False):
+            continue
         if v._grad_fn is None and not rg:
-            continue  # PyTorch's getter: nothing to regenerate
+            v._moved = True  # PyTorch's getter: nothing to regenerate, as long as this holds
+            continue
         if not v._dtype.is_inexact or v._dtype is not base._dtype:
             continue  # not differentiable, or a dtype view
         if v._data.size and not np.may_share_memory(v._data, base._data):
