@@ -31,7 +31,8 @@ sys.path.insert(0, ROOT)
 
 AREAS = {
     "indexing/loader": (
-        "getitem getitem_adv getitem_bool getitem_list getitem_pair gather scatter scatter_add "
+        "getitem getitem_adv getitem_bool getitem_list getitem_pair getitem_mixed gather scatter "
+        "scatter_add "
         "index_select masked_select nonzero embedding nll_loss cross_entropy index_inplace "
         "err_gather err_index_select err_index setitem setitem_t scatter_"
     ),

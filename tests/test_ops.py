@@ -100,6 +100,11 @@ def test_second_derivative_directional(case):
         gs = nbgrad.autograd.grad(total, xs, create_graph=True, allow_unused=True)
         return tuple(g for g in gs if g is not None)
 
+    gs = first(*leaves)
+    if not any(g.requires_grad for g in gs):
+        # a step function: PyTorch's gradient is the constant zeros_like(grad), outside the graph
+        assert all(not np.any(g.detach().numpy()) for g in gs), info.name
+        return
     tol = dict(rtol=1e-4, atol=1e-6)
     tol.update(info.grad_tol)
     ok, num, ana = directional_check(first, leaves, **tol)

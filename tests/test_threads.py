@@ -210,3 +210,33 @@ def test_concurrent_first_use_of_kernels_with_an_empty_cache(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip().endswith("OK")
+
+
+def test_concurrent_processes_share_an_empty_cache(tmp_path):
+    """Two processes fill the same empty kernel cache at once (generated sources are written
+    to private temporary files and renamed into place; Numba's index files are per kernel):
+    both finish with the right gradients, and a third process then loads from the cache."""
+    env = dict(os.environ)
+    env["NBGRAD_CACHE_DIR"] = str(tmp_path / "cache")
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+
+    def start():
+        return subprocess.Popen(
+            [sys.executable, "-c", _FRESH_CACHE_SCRIPT],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    procs = [start(), start()]
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, out + err
+        assert out.strip().endswith("OK")
+    gen = tmp_path / "cache" / "nbgrad_gen"
+    assert not list(gen.glob("*.tmp")), "a temporary source file was left behind"
+    third = start()
+    out, err = third.communicate(timeout=600)
+    assert third.returncode == 0 and out.strip().endswith("OK"), out + err

@@ -1470,3 +1470,111 @@ def test_retain_grad_follows_a_regenerated_view(T):
         v.mul_(1.0)  # not recorded: regenerated again
     (v * v).sum().backward()
     np.testing.assert_array_equal(arr(v.grad), [5.0, 6.0, 8.0])
+
+
+# -- create_graph: which gradients are in the graph (NOTE [backward nodes]) -------------------
+
+
+@pytest.mark.parametrize(
+    "f, node, x_grad",
+    [  # PyTorch's backward of these is one differentiable function of the input
+        (lambda F, x: F.relu(x), "ThresholdBackwardBackward0", "zeros"),
+        (lambda F, x: F.leaky_relu(x, 0.1), "LeakyReluBackwardBackward0", "zeros"),
+        (lambda F, x: F.max_pool2d(x, 2), "MaxPool2DWithIndicesBackwardBackward0", "zeros"),
+        (lambda F, x: F.avg_pool2d(x, 2), "AvgPool2DBackwardBackward0", "zeros"),
+        (lambda F, x: F.pad(x, (1, 1, 1, 1), mode="reflect"), None, "zeros"),
+        (lambda F, x: F.pad(x, (1, 1, 1, 1), mode="replicate"), None, "zeros"),
+        (lambda F, x: F.nll_loss(x.reshape(2, 2), _TGT(F)), None, "zeros"),
+        (lambda F, x: F.conv2d(x, _ONES(F)), "ConvolutionBackwardBackward0", None),
+        # composite formulas in PyTorch: a constant gradient
+        (lambda F, x: x.clamp(-1, 1), None, "error"),
+        (lambda F, x: x.floor(), None, "error"),
+        (lambda F, x: x.sign(), None, "error"),
+    ],
+)
+def test_create_graph_gradients_in_the_graph_as_pytorch(T, f, node, x_grad):
+    F = T.nn.functional
+    x = T.tensor([[[[0.5, -1.0], [2.0, 3.0]]]], requires_grad=True)
+    y = f(F, x)
+    (g,) = T.autograd.grad(y, x, T.ones_like(y), create_graph=True)
+    if x_grad == "error":
+        assert not g.requires_grad
+        with pytest.raises(RuntimeError, match="does not require grad"):
+            (g * g).sum().backward()
+        return
+    assert g.requires_grad
+    if node is not None:
+        assert g.grad_fn.name() == node
+    (g * g).sum().backward()
+    if x_grad is None:
+        assert x.grad is None
+    else:
+        assert arr(x.grad).tolist() == [[[[0.0, 0.0], [0.0, 0.0]]]]
+
+
+def _TGT(F):
+    return (torch if F.__name__.startswith("torch") else nbgrad).tensor([0, 1])
+
+
+def _ONES(F):
+    return (torch if F.__name__.startswith("torch") else nbgrad).ones(1, 1, 1, 1)
+
+
+def test_layer_norm_bias_gradient_is_in_the_graph_but_gives_the_input_nothing(T):
+    x = T.tensor([[1.0, 2.0, 4.0]], dtype=T.float64, requires_grad=True)
+    b = T.zeros(3, dtype=T.float64, requires_grad=True)
+    y = T.nn.functional.layer_norm(x, (3,), T.ones(3, dtype=T.float64), b)
+    (gb,) = T.autograd.grad(y.sum(), b, create_graph=True)
+    assert gb.requires_grad and gb.grad_fn.name() == "NativeLayerNormBackwardBackward0"
+    (gb * gb).sum().backward()
+    assert x.grad is None and b.grad is None
+
+
+def test_retained_grad_is_a_contiguous_clone(T):
+    """retain_grad stores grad.clone(MemoryFormat::Contiguous), whatever the layout of the
+    gradient that reaches it."""
+    x = T.ones(2, 2, 1, 1, dtype=T.float64, requires_grad=True)
+    y = x * 1.0
+    y.retain_grad()
+    (y.permute(3, 1, 0, 2) * T.ones(1, 1, 1, 1, dtype=T.float64)).sum().backward()
+    assert y.grad.is_contiguous()
+
+
+def test_masks_and_conditions_have_no_slot_in_the_node(T):
+    """PyTorch's WhereBackward0 has two next_functions (self, other) and MaskedFillBackward0
+    one: a condition or mask takes no gradient and has no slot."""
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    y = T.tensor(3.0, requires_grad=True)
+    c = T.tensor([False, True])
+    w = T.where(c, y, x)
+    assert len(w.grad_fn.next_functions) == 2
+    w.grad_fn.next_functions[0][0].register_prehook(lambda go: (go[0] * 10,))
+    w.sum().backward()
+    assert y.grad.item() == 10.0 and arr(x.grad).tolist() == [1.0, 0.0]
+    assert len(x.clone().masked_fill(c, 0.0).grad_fn.next_functions) == 1
+    assert len(x.clone().masked_fill(c, y).grad_fn.next_functions) == 2
+
+
+def test_softmax_of_a_0d_tensor_under_create_graph(T):
+    x = T.tensor(0.5, dtype=T.float64, requires_grad=True)
+    for f in (T.softmax, T.log_softmax):
+        (g,) = T.autograd.grad(f(x.clamp(-1, 1), -1), x, create_graph=True)
+        assert g.requires_grad and g.item() == 0.0
+        (g * g).backward()
+        assert x.grad.item() == 0.0
+
+
+@pytest.mark.parametrize("bshape", [(1, 3), (2, 3), (2, 1), (3,), (1,), ()])
+def test_linear_broadcast_bias(T, bshape):
+    x = T.ones(2, 2, dtype=T.float64)
+    w = T.ones(3, 2, dtype=T.float64, requires_grad=True)
+    b = T.ones(bshape, dtype=T.float64, requires_grad=True)
+    y = T.nn.functional.linear(x, w, b)
+    assert tuple(y.shape) == (2, 3) and y.grad_fn.name() == "AddmmBackward0"
+    y.sum().backward()
+    assert b.grad.shape == b.shape and b.grad.sum().item() == 6.0
+
+
+def test_linear_bias_of_too_many_dims(T):
+    with pytest.raises(RuntimeError, match="the number of sizes provided"):
+        T.nn.functional.linear(T.ones(2, 2), T.ones(3, 2), T.ones(1, 1, 3))

@@ -679,3 +679,28 @@ def test_max_pool_indices_modified_in_place_is_a_version_error():
     idx.add_(0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+@pytest.fixture(params=["nbgrad", pytest.param("torch", marks=needs_torch)])
+def lib(request):
+    return T if request.param == "nbgrad" else torch
+
+
+def test_masked_select_saves_its_input_version_checked(lib):
+    """PyTorch's masked_select_backward reads ``self``: an in-place change of the input after
+    the forward is a version error at backward."""
+    T = lib
+    x0 = T.tensor([1.0, 2.0], dtype=T.float64, requires_grad=True)
+    x = x0 * 1
+    y = T.masked_select(x, T.tensor([True, False]))
+    x.scatter_(0, T.tensor([0]), T.tensor([5.0], dtype=T.float64))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_mixed_integer_and_list_index_matches_pytorch_shape(lib):
+    x = lib.arange(24.0).reshape(2, 3, 4)
+    assert tuple(x[1, [0, 2], :].shape) == (2, 4)
+    assert tuple(x[:, 1, [0, 3]].shape) == (2, 2)
+    assert tuple(x[[1], :, -1].shape) == (1, 3)
+    assert x[0, :, [1, 0]].tolist() == [[1.0, 0.0], [5.0, 4.0], [9.0, 8.0]]

@@ -1095,3 +1095,96 @@ def test_shape_ops_grid_matches_torch(shape):
             if msg:
                 bad.append("%s %s: %s" % (name, layout, msg))
     assert not bad, "\n".join(bad)
+
+
+# -- layouts of new results: PyTorch's TensorIterator order (the fuzzer's "stride" items) --------
+
+
+def _strides_of_big_dims(t):
+    return tuple(s for s, n in zip(t.stride(), t.shape) if n > 1)
+
+
+@pytest.mark.parametrize(
+    "make, strides",
+    [
+        (lambda T, a, b: a.mT == b, (1, 2)),  # a comparison follows its first operand
+        (lambda T, a, b: T.ge(a.mT, b), (1, 2)),
+        (lambda T, a, b: a <= b.mT, (2, 1)),  # ... which is C-contiguous: C order
+        (lambda T, a, b: T.where(T.tensor([True]), a.mT, b), (1, 2)),  # mask broadcast: skipped
+        (lambda T, a, b: T.where(a > 0, a.mT, b), (2, 1)),  # a C-contiguous mask decides
+        (lambda T, a, b: 2.0**a.mT, (2, 1)),  # pow(Scalar, Tensor): always contiguous
+        (lambda T, a, b: a.mT**2.0, (1, 2)),
+        (lambda T, a, b: T.nn.functional.mse_loss(a.mT, b, reduction="none"), (1, 2)),
+        (lambda T, a, b: T.nonzero(a > -1), (1, 4)),  # column-major
+    ],
+)
+def test_result_layouts_follow_pytorch(T, make, strides):
+    a = T.arange(4.0).reshape(2, 2)
+    b = T.ones(2, 2)
+    assert _strides_of_big_dims(make(T, a, b)) == strides
+
+
+@pytest.mark.parametrize(
+    "index, shape, strides",
+    [
+        (lambda x: x[[1]], (1, 2, 2), (1, 2)),
+        (lambda x: x[:, [1]], (2, 1, 2), (2, 1)),
+        (lambda x: x[:, [1, 0], [0, 1]], (2, 2), (2, 1)),
+        (lambda x: x[[1, 0], :, [0, 1]], (2, 2), (2, 1)),
+    ],
+)
+def test_advanced_index_layout(T, index, shape, strides):
+    x = T.arange(8.0).reshape(2, 2, 2).mT
+    y = index(x)
+    assert tuple(y.shape) == shape and _strides_of_big_dims(y) == strides
+
+
+def test_integers_are_views_before_advanced_indices(T):
+    """PyTorch selects integer components first (numpy makes them advanced indices, which
+    moves the indexed dims to the front): x[0, :, [1, 0]] is (3, 2)."""
+    x = T.arange(24.0).reshape(2, 3, 4).requires_grad_()
+    y = x[0, :, [1, 0]]
+    assert tuple(y.shape) == (3, 2)
+    assert y.tolist() == [[1.0, 0.0], [5.0, 4.0], [9.0, 8.0]]
+    assert y.grad_fn.name() == "IndexBackward0"
+    assert y.grad_fn.next_functions[0][0].name() == "SelectBackward0"
+    y.sum().backward()
+    assert x.grad[0, :, :2].sum().item() == 6.0 and x.grad.sum().item() == 6.0
+    assert tuple(x[[0, 1], :, [1, 0]].shape) == (2, 3)
+    assert tuple(x[None, 0, [1, 2], None].shape) == (1, 2, 1, 4)
+
+
+@pytest.mark.parametrize(
+    "index, node",
+    [
+        (lambda x: x[:, 0:4], "AliasBackward0"),  # a slice over a whole dim is skipped
+        (lambda x: x[:, ::1], "AliasBackward0"),
+        (lambda x: x[..., 0:4], "AliasBackward0"),
+        (lambda x: x[:], "SliceBackward0"),  # ... but a bare slice is not
+        (lambda x: x[0:10], "SliceBackward0"),  # stop past the size: not skipped
+        (lambda x: x[1:3, 0:4], "SliceBackward0"),
+        (lambda x: x[0:3, :, None], "UnsqueezeBackward0"),
+    ],
+)
+def test_basic_index_node_names(T, index, node):
+    x = T.zeros(3, 4, requires_grad=True)
+    assert index(x).grad_fn.name() == node
+
+
+@pytest.mark.parametrize(
+    "make_input, node, next_node",
+    [
+        (lambda T: T.ones(2, 3, 4), "ViewBackward0", "AddmmBackward0"),  # contiguous: addmm
+        (lambda T: T.ones(2, 4, 3).mT, "AddBackward0", "UnsafeViewBackward0"),  # matmul + add_
+        (lambda T: T.ones(1, 1, 1).expand(1, 1, 4), "AddBackward0", "UnsafeViewBackward0"),
+        (lambda T: T.ones(2, 2, 1, 4), "ViewBackward0", "AddmmBackward0"),
+    ],
+)
+def test_linear_path_follows_input_contiguity(T, make_input, node, next_node):
+    w = T.ones(3, 4, requires_grad=True)
+    b = T.ones(3, requires_grad=True)
+    y = T.nn.functional.linear(make_input(T), w, b)
+    assert y.grad_fn.name() == node
+    assert y.grad_fn.next_functions[0][0].name() == next_node
+    y.sum().backward()
+    assert b.grad.tolist() == [y.numel() / 3] * 3

@@ -175,8 +175,11 @@ def run_tensor_hooks(node, grads):
             if t is None or g is None:
                 continue
             with _ACC_LOCK:  # NOTE [thread-safe accumulation]
-                if t._grad is None:
-                    t._grad = g.detach().clone() if not grad_mode.STATE.enabled else g.clone()
+                if t._grad is None:  # PyTorch: grad.clone(at::MemoryFormat::Contiguous)
+                    if not grad_mode.STATE.enabled:
+                        g = g.detach()
+                    c = g.contiguous()
+                    t._grad = c if c is not g else g.clone()
                 else:
                     t._grad = t._grad + g
     return tuple(grads)

@@ -22,6 +22,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import tempfile
 import threading
 import types
 
@@ -281,8 +282,10 @@ def load_module(tag, source):
     else:
         path = os.path.join(d, modname + ".py")
         if not os.path.exists(path):
-            tmp = "%s.%d.tmp" % (path, os.getpid())
-            with open(tmp, "w") as f:
+            # a private temporary file per writer (processes and threads racing on the same
+            # kernel each write their own), then an atomic rename: readers see whole files
+            fd, tmp = tempfile.mkstemp(prefix=modname, suffix=".tmp", dir=d)
+            with os.fdopen(fd, "w") as f:
                 f.write(source)
             os.replace(tmp, path)
         spec = importlib.util.spec_from_file_location(full, path)
@@ -313,8 +316,11 @@ def cuda_kernel(tag, params, expr, dtype, param_types=None):
     key = ("cuda", tag, expr, dtype, params)
     k = _KERNELS.get(key)
     if k is None:
-        src = kernel_source(params, expr, dtype, param_types or {}, cuda=True)
-        k = _KERNELS[key] = load_module(_safe(tag) + "_cuda", src).k
+        with _lock:
+            k = _KERNELS.get(key)
+            if k is None:
+                src = kernel_source(params, expr, dtype, param_types or {}, cuda=True)
+                k = _KERNELS[key] = load_module(_safe(tag) + "_cuda", src).k
     return k
 
 

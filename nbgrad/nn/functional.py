@@ -93,7 +93,13 @@ def linear(input, weight, bias=None):
         raise RuntimeError(
             "both arguments to linear need to be at least 1D, but they are 0D and %dD" % weight.ndim
         )
-    lead = tuple(input.shape[:-1])
+    b = bias._data
+    fusable = (b.ndim == 1 or sum(n != 1 for n in b.shape) == 1) and b.flags.c_contiguous
+    if not (fusable and input._data.flags.c_contiguous):
+        # PyTorch's linear: matmul, then an in-place add of the bias (AddBackward0)
+        out = _matmul(input, weight.t())
+        return out.add_(bias)
+    lead = tuple(input.shape[:-1])  # contiguous: flattened through addmm (ViewBackward0)
     out = _linear.addmm(input.reshape(-1, input.shape[-1]), weight, bias)
     return out.view(*lead, out.shape[-1])
 

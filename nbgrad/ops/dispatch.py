@@ -46,23 +46,28 @@ def broadcast_error(inputs):
 
 def torch_layout(out, arrays):
     """``out`` with PyTorch's memory layout for an elementwise result of ``arrays`` (its
-    operands in order; Python scalars ignored): TensorIterator sorts the dims by the operands'
-    strides, the *first* operand with a strict preference deciding each pair (broadcast dims
-    skipped, equal strides: the smaller dim inner), where numpy's order='K' lets C order win
-    any conflict.  They differ only when a non-C-contiguous operand comes first, so dispatch
-    calls this only then; ``out`` itself is returned when its layout already agrees."""
-    nd = out.ndim
+    operands in order; Python scalars ignored), where numpy's order='K' lets C order win any
+    conflict.  They differ only when an operand is not C-contiguous, so dispatch calls this
+    only then; ``out`` itself is returned when its layout already agrees."""
     shape = out.shape
     ops = [a for a in arrays if isinstance(a, np.ndarray) and a.ndim]
     if all(a.flags.c_contiguous and a.shape == shape for a in ops):
         return out if out.flags.c_contiguous else np.ascontiguousarray(out)
     strides = []
     for a in ops:
-        off = nd - a.ndim
+        off = len(shape) - a.ndim
         st = [0] * off
         for i in range(a.ndim):
             st.append(0 if a.shape[i] == 1 and shape[off + i] != 1 else a.strides[i])
         strides.append(st)
+    return with_perm(out, iter_perm(shape, strides))
+
+
+def iter_perm(shape, strides):
+    """TensorIterator's dim order (``reorder_dimensions``) for operands with these strides
+    (one list per operand, broadcast dims 0), innermost first: the *first* operand with a
+    strict preference decides each pair (0 strides skipped; equal strides: the smaller dim
+    inner), by an insertion sort from the reversed dims."""
 
     def order(d0, d1):  # > 0: d0 goes outside d1
         for st in strides:
@@ -75,6 +80,7 @@ def torch_layout(out, arrays):
                 return 1
         return 0
 
+    nd = len(shape)
     perm = list(range(nd - 1, -1, -1))  # perm[0]: the innermost dim
     for i in range(1, nd):
         d1 = i
@@ -85,7 +91,13 @@ def torch_layout(out, arrays):
                 d1 = d0
             elif c < 0:
                 break
-    want = [0] * nd
+    return perm
+
+
+def with_perm(out, perm):
+    """``out``'s values in the dense layout whose dims, innermost first, are ``perm``."""
+    shape = out.shape
+    want = [0] * out.ndim
     step = out.itemsize
     for d in perm:
         want[d] = step
@@ -96,6 +108,16 @@ def torch_layout(out, arrays):
     res = np.empty([shape[d] for d in outer_first], out.dtype).transpose(np.argsort(outer_first))
     res[...] = out
     return res
+
+
+def any_strided(arrays):
+    """Whether an operand is a non-C-contiguous array of 2+ dims: the only case where the
+    result's layout may need ``torch_layout`` (a broadcast first operand leaves the choice to a
+    later one in PyTorch, e.g. ``where(mask_1d, x.mT, y)``)."""
+    for a in arrays:
+        if type(a) is np.ndarray and a.ndim > 1 and not a.flags.c_contiguous:
+            return True
+    return False
 
 
 def pointwise_dtype(op, inputs):
@@ -184,9 +206,8 @@ def pointwise(op, inputs, attrs=(), contiguous=False):
     if contiguous:
         if not out.flags.c_contiguous:
             out = np.ascontiguousarray(out)
-    elif arrays and type(arrays[0]) is np.ndarray and arrays[0].ndim > 1:
-        if not arrays[0].flags.c_contiguous:
-            out = torch_layout(out, arrays[: len(inputs)])
+    elif out.ndim > 1 and any_strided(arrays):
+        out = torch_layout(out, arrays[: len(inputs)])
     if rg and STATE.enabled and op.differentiable and dt.is_inexact:
         t = op.record(out, inputs, attrs=(attrs, cd.name))
     else:

@@ -188,16 +188,14 @@ class _Partial:
 
     def evaluate(self, ns, g, complex_=False):
         """``g * (d)`` (select form) over the nbgrad values in ``ns``: a Tensor, never a number
-        (a constant zero partial gives zeros shaped like ``g``; ``where(False, g, 0)`` when ``g``
-        is in a graph, so second derivatives through it are 0, not an error)."""
+        (a constant zero partial gives zeros shaped like ``g`` that do not require grad, as
+        PyTorch's ``zeros_like(grad)``)."""
         ns["g"] = g
         r = eval(self.ccode if complex_ else self.code, ns)
         if isinstance(r, Tensor):
             return r
-        r = _make(np.full(g._data.shape, r, g._data.dtype))
-        if g._requires_grad and STATE.enabled:  # stays in the graph (zero second derivative)
-            r = _fns().where(_make(np.zeros(g._data.shape, np.bool_)), g, r)
-        return r
+        # a constant (PyTorch's zeros_like(grad)): outside the graph even under create_graph
+        return _make(np.full(g._data.shape, r, g._data.dtype))
 
 
 _PARTIALS = {}  # OpDef -> tuple of _Partial (None where the op has no derivative)
@@ -298,8 +296,9 @@ def pointwise_vjp(op, node, grads):
         garr = g._data if g._data.dtype == npd else g._data.astype(npd)
         values = None
         cplx = npd.kind == "c"
-        for i, part in enumerate(parts):
-            if part is None or nf[i][0] is None:
+        for k, i in enumerate(op.slots):  # node slot k is the op's argument i
+            part = parts[i]
+            if part is None or nf[k][0] is None:
                 out.append(None)
                 continue
             const = part.const
@@ -318,14 +317,14 @@ def pointwise_vjp(op, node, grads):
                 kp = part.kernels.get(cd)
                 if kp is None:
                     kp = part.kernel(cd)
-                k, params = kp
+                kern, params = kp
                 for n in params:
                     if n not in values:  # saved for this input's partial (OpDef.saves_of)
                         values[n] = node.array(n)
-                r = k(*[values[n] for n in params])
+                r = kern(*[values[n] for n in params])
                 if type(r) is not np.ndarray:
                     r = np.asarray(r)
-            if cplx and not node._in_meta[i][1].is_complex:
+            if cplx and not node._in_meta[k][1].is_complex:
                 r = r.real.copy()  # a real input's gradient is the real part (PyTorch)
             out.append(g if r is g._data else _make(r))
         return tuple(out)
@@ -336,12 +335,13 @@ def pointwise_vjp(op, node, grads):
     for n, v in zip(op.attrs, attrs):
         ns[n] = v
     cplx = cd.startswith("complex")
-    for i, part in enumerate(parts):
-        if part is None or nf[i][0] is None:
+    for k, i in enumerate(op.slots):
+        part = parts[i]
+        if part is None or nf[k][0] is None:
             out.append(None)
             continue
         r = part.evaluate(ns, g, cplx)
-        if r._dtype.is_complex and not node._in_meta[i][1].is_complex:
+        if r._dtype.is_complex and not node._in_meta[k][1].is_complex:
             r = _fns().real(r)
         out.append(r)
     return tuple(out)

@@ -17,7 +17,7 @@ from .. import dtypes as _dt
 from .._tensor import Tensor, _wrap_dim
 from ..autograd.batching import BATCH, batched, lead
 from ..kernels.cpu import index as K
-from .dispatch import broadcast_error
+from .dispatch import broadcast_error, iter_perm, with_perm
 from .registry import FUNCTION, INPLACE, METHOD, internal_op, node_class, op, record
 
 FM = (FUNCTION, METHOD)
@@ -246,14 +246,30 @@ def _sliced_pos(shape, idx, k):
     return sum(len(sizes) for j, sizes in _walk(shape, idx) if j < k)
 
 
-def _basic_name(idx):
-    for i in reversed(idx):
+def _basic_name(idx, shape):
+    """PyTorch's node for a basic index: that of the last component that does something (a
+    slice ``start in (None, 0), stop in (None, size), step in (None, 1)`` is skipped, as
+    PyTorch's applySlice returns ``self`` for it); nothing left: AliasBackward0."""
+    n, dim, dims = len(shape), 0, []
+    for k, i in enumerate(idx):
+        if i is Ellipsis:
+            dim = n - sum(1 for x in idx[k + 1 :] if x is not None and x is not Ellipsis)
+        dims.append(dim)
+        if i is not None and i is not Ellipsis:
+            dim += 1
+    for i, d in zip(reversed(idx), reversed(dims)):
         if i is Ellipsis:
             continue
         if i is None:
             return "UnsqueezeBackward0"
         if isinstance(i, int):
             return "SelectBackward0"
+        if (
+            i.step in (None, 1)
+            and (i.start is None or i.start == 0)
+            and (i.stop is None or i.stop == shape[d])
+        ):
+            continue
         return "SliceBackward0"
     return "AliasBackward0"
 
@@ -288,7 +304,7 @@ def basic_index(x, idx, name=None):
     v = a[idx] if Ellipsis in idx else a[idx + (Ellipsis,)]
     return record(
         v,
-        node_class(name or _basic_name(idx)),
+        node_class(name or _basic_name(idx, a.shape)),
         (x,),
         _basic_vjp,
         view_of=x,
@@ -335,12 +351,87 @@ def getitem(x, idx):
     nidx, advanced = _normalize(idx)
     arrs = _arrays(nidx)
     _check_ints(x._data.shape, arrs)
-    if not advanced:
-        return basic_index(x, nidx)
+    if not advanced:  # a bare slice is never skipped (PyTorch's single-slice fast path)
+        return basic_index(x, nidx, "SliceBackward0" if type(idx) is slice else None)
+    split = _views_first(nidx)
+    if split is not None:
+        return getitem(basic_index(x, split[0]), split[1])
     arr = x._data[arrs]
     return getitem.op.record(
-        np.ascontiguousarray(arr), (x,), attrs=(x._data.shape,), saved=_split_saved(nidx)
+        _index_layout(arr, x._data, arrs), (x,), attrs=(x._data.shape,), saved=_split_saved(nidx)
     )
+
+
+def _views_first(nidx):
+    """PyTorch applies the integers of an index as ``select`` views before the advanced
+    indices (numpy makes them advanced indices, which moves the result's dims:
+    ``x[0, :, [1, 0]]`` is (3, 2) in PyTorch, (2, 3) in numpy): (the basic index, the rest)
+    when ``nidx`` mixes integers and index arrays, else None."""
+    if not any(type(i) is int for i in nidx):
+        return None
+    basic, rest = [], []
+    for i in nidx:
+        if type(i) is int:
+            basic.append(i)
+        elif i is Ellipsis:
+            basic.append(i)
+            rest.append(i)
+        elif i is None or isinstance(i, slice):
+            basic.append(i)
+            rest.append(slice(None))
+        else:
+            a = i._data if isinstance(i, Tensor) else i
+            if a.ndim == 0:  # a 0-d mask adds a dim: keep numpy's reading
+                return None
+            basic.extend([slice(None)] * (a.ndim if _is_mask(_as_index(a)) else 1))
+            rest.append(i)
+    return tuple(basic), tuple(rest)
+
+
+def _index_layout(arr, src, arrs):
+    """The advanced-indexing result ``arr = src[arrs]`` (no integers in ``arrs``) in
+    PyTorch's layout: TensorIterator over the source restrided to the result (0 strides on the
+    indexed dims; indexed dims moved to the front when not adjacent) and the broadcast index
+    tensors.  C order when every operand is C-contiguous."""
+    idx = [a for a in arrs if isinstance(a, np.ndarray)]
+    if src.flags.c_contiguous and all(a.flags.c_contiguous or a.ndim < 2 for a in idx):
+        return np.ascontiguousarray(arr)
+    if any(a.ndim == 0 for a in idx) or arr.ndim < 2:
+        return np.ascontiguousarray(arr)
+    view, pos, k = [], [], 0  # the basic part as a view of src; each index's dims in it
+    n_rest = sum(a.ndim if _is_mask(a) else 1 for a in idx) + sum(
+        1 for i in arrs if isinstance(i, slice)
+    )
+    for i in arrs:
+        if isinstance(i, np.ndarray):
+            m = i.ndim if _is_mask(i) else 1
+            view.extend([slice(None)] * m)
+            pos.extend(range(k, k + m))
+            k += m
+        elif i is Ellipsis:
+            view.append(i)
+            k += src.ndim - n_rest
+        else:
+            view.append(i)
+            k += 1
+    v = src[tuple(view)]
+    ints = []
+    for a in idx:
+        ints.extend(np.nonzero(a) if _is_mask(a) else (a,))
+    b = np.broadcast_shapes(*[a.shape for a in ints])
+    if pos != list(range(pos[0], pos[0] + len(pos))):  # not adjacent: to the front
+        v = v.transpose(pos + [d for d in range(v.ndim) if d not in pos])
+        pos = list(range(len(pos)))
+    before, after = pos[0], pos[-1] + 1
+    shape = v.shape[:before] + b + v.shape[after:]
+    if shape != arr.shape:
+        return np.ascontiguousarray(arr)
+    tail = [0] * (v.ndim - after)
+    strides = [list(v.strides[:before]) + [0] * len(b) + list(v.strides[after:])]
+    for a in ints:
+        e = np.broadcast_to(a, b)
+        strides.append([0] * before + [0 if n == 1 else st for n, st in zip(b, e.strides)] + tail)
+    return with_perm(np.ascontiguousarray(arr), iter_perm(shape, strides))
 
 
 # -- __setitem__ (CopySlices) --------------------------------------------------------------
@@ -615,11 +706,15 @@ def nonzero(input, *, as_tuple=False):
     nz = np.nonzero(input._data)
     if as_tuple:
         return tuple(_make(a.astype(np.int64)) for a in nz)
-    return _make(np.stack(nz, axis=1).astype(np.int64) if nz else np.zeros((0, 0), np.int64))
+    if not nz:
+        return _make(np.zeros((0, 0), np.int64))
+    # PyTorch's result is column-major: (n, ndim) with strides (1, n)
+    return _make(np.stack(nz, axis=0).astype(np.int64, copy=False).T)
 
 
 def _masked_select_vjp(node, grads):
     (shape,) = node.attrs  # broadcast shape: the engine sums the gradient to the input's
+    node.array("x")  # version check: PyTorch's masked_select_backward(grad, self, mask) reads it
     m = node.array("mask")
     try:
         m = np.broadcast_to(m, shape)
@@ -635,7 +730,14 @@ def _masked_select_vjp(node, grads):
     return (_scatter_lin(g, shape, lin),)
 
 
-@op("masked_select", "indexing", node="MaskedSelectBackward0", vjp=_masked_select_vjp, variants=FM)
+@op(
+    "masked_select",
+    "indexing",
+    node="MaskedSelectBackward0",
+    vjp=_masked_select_vjp,
+    variants=FM,
+    saves=("x",),  # PyTorch: masked_select_backward(grad, self, mask) -- version-checked
+)
 def masked_select(input, mask):
     if not isinstance(mask, Tensor) or mask._dtype is not _dt.bool:
         raise RuntimeError("masked_select: expected BoolTensor for mask")

@@ -130,6 +130,7 @@ unary(
     "where(x < 0, 0, x)",
     "where(out <= 0, 0, 1)",
     "ReluBackward0",
+    double=(True, "ThresholdBackwardBackward0"),  # NOTE [backward nodes]
     kinks=(0.0,),
     **CLAMP_NO_COMPLEX,
 )
@@ -553,6 +554,7 @@ unary(
     "where(x > 0, x, x * slope)",
     "where(x > 0, 1, slope)",
     "LeakyReluBackward0",
+    double=True,  # NOTE [backward nodes]
     **no_complex("\"leaky_relu_cpu\" not implemented for '%s'"),
     attrs=("slope",),
     saved_names={"self": "x", "negative_slope": "slope"},

@@ -12,7 +12,15 @@ from .. import dtypes as _dt
 from .._tensor import Tensor
 from ..creation import tensor
 from . import pointwise as _table  # (fills the registry)
-from .dispatch import binary, broadcast_error, needs_grad, pointwise, unary
+from .dispatch import (
+    any_strided,
+    binary,
+    broadcast_error,
+    needs_grad,
+    pointwise,
+    torch_layout,
+    unary,
+)
 from .indexing import nonzero
 from .registry import (
     FUNCTION,
@@ -88,7 +96,10 @@ def _compare(op):
             r = uf(a, b)
         except ValueError:
             raise broadcast_error((input, o)) from None
-        return write_out(_make(np.asarray(r)), out, name)
+        r = np.asarray(r)
+        if r.ndim > 1 and any_strided((a, b)):
+            r = torch_layout(r, (a, b))
+        return write_out(_make(r), out, name)
 
     return f
 
@@ -236,7 +247,9 @@ def _cast_int_result(res, a, b):
 @implements("pow")
 def pow(input, exponent, *, out=None):  # noqa: A001
     if not isinstance(input, Tensor):
-        return write_out(pointwise(R["rpow"], (_t(exponent, "pow"),), (input,)), out, "pow")
+        # pow(Scalar, Tensor) allocates a contiguous result in PyTorch, whatever the layout
+        rp = pointwise(R["rpow"], (_t(exponent, "pow"),), (input,), contiguous=True)
+        return write_out(rp, out, "pow")
     exponent = _operand(exponent)
     if isinstance(exponent, Tensor):
         return write_out(pointwise(R["pow.Tensor"], (input, exponent)), out, "pow")

@@ -69,6 +69,7 @@ class OpDef:
         "impl",
         "_forward_mode",
         "_cache",
+        "slots",
     )
 
     def __init__(
@@ -109,6 +110,9 @@ class OpDef:
         self.hints = hints  # test hints: domain, domain_y, kinks
         self.vjp = vjp
         self.bool_args = tuple(bool_args)
+        # the args with a slot in the node: masks and conditions have none (PyTorch's
+        # WhereBackward0 has two next_functions, self and other)
+        self.slots = tuple(i for i, n in enumerate(self.args) if n not in self.bool_args)
         self.differentiable = bool(self.nodes)
         self.jvp = jvp or (
             ELEMENTWISE if kind == "pointwise" else TRANSPOSE if self.differentiable else COMPOSITE
@@ -126,7 +130,10 @@ class OpDef:
         self.saves = saves if isinstance(saves, dict) else tuple(saves)  # or per overload
         # PyTorch's names for them on the node (``_saved_self``, ``_saved_exponent``, ...)
         names = hints.pop("saved_names", None)
+        double = hints.pop("double", None)
         for cls in self.nodes.values():
+            if double is not None:
+                cls._double = double
             declared = saves.values() if isinstance(saves, dict) else (saves,)
             cls._declared_saves = cls._declared_saves.union(*declared)
             if names is not None:
@@ -196,9 +203,10 @@ class OpDef:
     def record(self, arr, inputs, *, overload=None, attrs=None, saved=None, view_of=None):
         """Wrap the forward result ``arr`` and, when an input requires grad, record this op's
         node (of ``overload``) with its declared saves; see ``record``."""
-        slots = inputs
-        if self.bool_args:  # masks and conditions take no gradient
-            slots = [None if n in self.bool_args else t for n, t in zip(self.args, inputs)]
+        slots = grads = inputs
+        if self.bool_args:  # masks and conditions take no gradient and have no slot
+            grads = [None if n in self.bool_args else t for n, t in zip(self.args, inputs)]
+            slots = [inputs[i] for i in self.slots]
         return record(
             arr,
             self.nodes.get(overload),
@@ -210,7 +218,7 @@ class OpDef:
             saves=[
                 (n, inputs[self.args.index(n)] if n != "out" else None)
                 for n in (
-                    _pick(self.saves, overload) if overload is not None else self.saves_of(slots)
+                    _pick(self.saves, overload) if overload is not None else self.saves_of(grads)
                 )
             ],
         )
@@ -358,9 +366,13 @@ class FnNode(Node):
     _torch_names = {"self": "x", "other": "y", "result": "out"}  # _saved_<torch name> -> ours
     _attr_names = ()  # a pointwise node's scalar attributes (node.attrs[0]), by name
 
+    _double = None  # NOTE [backward nodes]: zeros? or (zeros?, double-backward node name)
+
     def apply(self, grads):
         if self._released:
             raise RuntimeError(ERR_FREED)
+        if self._double is not None and STATE.enabled:
+            return _linked(self, self.op(self, grads))
         return self.op(self, grads)
 
     def release(self):
@@ -393,6 +405,59 @@ class FnNode(Node):
             if key in cls._declared_saves:  # not needed by this node: not saved
                 return None
         raise AttributeError(item)
+
+
+# NOTE [backward nodes]: where PyTorch's backward of an op is one differentiable function of
+# the op's inputs (``max_pool2d_with_indices_backward(grad, self, ...)``,
+# ``threshold_backward(grad, result, 0)``, ``native_layer_norm_backward``...), every gradient
+# it returns under create_graph is in the graph whenever an input requires grad, even one
+# that does not depend on it (its double backward gives that input zeros, or nothing).
+# nbgrad's vjp computes such a gradient from the incoming gradient alone, so the op declares
+# ``double=zeros`` (or ``(zeros, node name)``) and a gradient left outside the graph is linked
+# to the op's inputs by a node named as PyTorch's (``<Name>BackwardBackward0``) that gives them
+# zeros (``zeros``) or no gradient.  Cost: one class-attribute test per node under create_graph.
+
+
+def _link_vjp(node, grads):
+    zeros, metas = node.attrs
+    if not zeros:
+        return (None,) * len(metas)
+    return tuple(_zeros(m) for m in metas)
+
+
+def _zeros(meta):
+    shape, dtype = meta
+    return Tensor._make(np.zeros(shape, dtype.np))
+
+
+def _linked(node, gx):
+    """``gx`` (the vjp's result) with each gradient outside the graph linked to ``node``'s
+    inputs (NOTE [backward nodes])."""
+    edges = [(e, m) for e, m in zip(node.next_functions, node._in_meta) if e[0] is not None]
+    if not edges:
+        return gx
+    zeros = node._double
+    name = node.name()
+    if isinstance(zeros, tuple):
+        zeros, name = zeros
+    else:  # e.g. MaxPool2DWithIndicesBackward0 -> MaxPool2DWithIndicesBackwardBackward0
+        name = name[: -len("Backward0")] + "BackwardBackward0"
+    cls = node_class(name)
+    out = list(gx)
+    for i, g in enumerate(out):
+        if g is None or g._requires_grad:
+            continue
+        link = cls.__new__(cls)
+        link.next_functions = tuple(e for e, _ in edges)
+        link._in_meta = tuple(m for _, m in edges)
+        link._seq = next_seq()
+        link.op = _link_vjp
+        link.saved = None
+        link.attrs = (zeros, link._in_meta)
+        if _flags.TAPS:
+            taps(link)
+        out[i] = Tensor._make(g._data, link)
+    return tuple(out)
 
 
 def node_class(name):

@@ -91,6 +91,7 @@ def _default_dim(input, dim, name):
     node="SoftmaxBackward0",
     vjp=_softmax_vjp,
     saves=("out",),
+    double=(True, "SoftmaxBackwardDataBackward0"),  # NOTE [backward nodes] (a 0-d input)
     variants=(FUNCTION, METHOD),
     kernels={"cpu": K},
 )
@@ -104,6 +105,7 @@ def softmax(input, dim=None, dtype=None, *, _stacklevel=3):
     node="LogSoftmaxBackward0",
     vjp=_softmax_vjp,
     saves=("out",),
+    double=(True, "LogSoftmaxBackwardDataBackward0"),  # NOTE [backward nodes] (a 0-d input)
     variants=(FUNCTION, METHOD),
     kernels={"cpu": K},
 )

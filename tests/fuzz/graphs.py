@@ -1228,6 +1228,7 @@ def g_index(P):
             "adv_int",
             "adv_bool",
             "adv_pair",
+            "adv_mixed",
             "gather",
             "scatter",
             "scatter_add",
@@ -1265,6 +1266,25 @@ def g_index(P):
         a = [r.randrange(s[0]) for _ in range(k)]
         b = [r.randrange(s[1]) for _ in range(k)]
         expr, shape, ins, key = "%s[%r, %r]" % (n, a, b), (k,) + s[2:], [x], "getitem_pair"
+    elif op == "adv_mixed":  # integers, slices and index lists (PyTorch: integers select first)
+        if nd < 2 or 0 in s:
+            return False
+        comps, lists = [], 0
+        for d in range(r.randint(2, nd)):
+            c = r.choice(("int", "slice", "list"))
+            if c == "int":
+                comps.append(r.randrange(-s[d], s[d]))
+            elif c == "list":
+                comps.append([r.randrange(s[d]) for _ in range(r.randint(1, 2))])
+                lists += 1
+            else:
+                comps.append(slice(None))
+        if not lists:
+            return False
+        a = np.empty(s)[tuple(c if isinstance(c, int) else slice(None) for c in comps)]
+        shape = a[tuple(c for c in comps if not isinstance(c, int))].shape
+        txt = ", ".join(":" if isinstance(c, slice) else repr(c) for c in comps)
+        expr, ins, key = "%s[%s]" % (n, txt), [x], "getitem_mixed"
     elif op in ("gather", "scatter", "scatter_add"):
         d = r.randrange(nd)
         ish = tuple(r.randint(0, v) if i != d else r.randint(0, 3) for i, v in enumerate(s))

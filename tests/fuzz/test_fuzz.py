@@ -37,14 +37,6 @@ class Known:
 KNOWN = [
     # -- indexing
     Known(
-        "grad_fn @ getitem",
-        """
-        x1 = T.zeros((1, 0), dtype=T.float64, requires_grad=True)
-        x7 = x1[:, 0:0:1]
-        """,
-        "issue 10, Differences: grad_fn names -- a slice covering a whole dimension is AliasBackward0 (indexing)",
-    ),
-    Known(
         "raises RuntimeError @ gather",
         """
         x1 = T.tensor([[1.0]], dtype=T.float64)
@@ -54,14 +46,6 @@ KNOWN = [
         x10 = o4.gather(0, i9)
         """,
         "new (fuzz): gather/scatter_add with an empty index of another rank raise; PyTorch accepts (indexing)",
-    ),
-    Known(
-        "stride @ nonzero",
-        """
-        x2 = T.tensor([[True, True]], dtype=T.bool)
-        x3 = T.nonzero(x2)
-        """,
-        "new (fuzz): nonzero's result is column-major in PyTorch, strides (1, n) (indexing/shape)",
     ),
     Known(
         "no-raise RuntimeError @ scatter",
@@ -304,134 +288,13 @@ KNOWN = [
     ),
     # -- shape / linalg / creation
     Known(
-        "grad-stride @ backward via permute",
-        """
-        x1 = T.tensor([[[[1.0]], [[1.0]]], [[[1.0]], [[1.0]]]], dtype=T.float64, requires_grad=True)
-        x2 = T.tensor([[[1.0]]], dtype=T.float64, requires_grad=True)
-        x3 = x1 * x2
-        x3.retain_grad()
-        x4 = x3.permute(3, 1, 0, 2)
-        c8 = T.tensor([[[[1.0]]]], dtype=T.float64)
-        ((x4 * c8).sum()).backward()
-        """,
-        "issue 10, Differences: elementwise results keep the input's memory layout (suggest_memory_format rules) (shape/layout)",
-    ),
-    Known(
         "stride @ conv1d",
         """
         x5 = T.tensor([[[1.0]]], dtype=T.float64)
         x6 = T.tensor([[[1.0], [1.0]], [[1.0], [1.0]]], dtype=T.float64).mT.requires_grad_()
         x7 = F.conv1d(x5, x6, padding=1)
         """,
-        "issue 10, Differences: elementwise results keep the input's memory layout (suggest_memory_format rules) (shape/layout)",
-    ),
-    Known(
-        "stride @ eq",
-        """
-        x1 = T.tensor([[1.0, 1.0], [1.0, 1.0]], dtype=T.float64).mT
-        x3 = T.tensor([[1.0, 1.0], [1.0, 1.0]], dtype=T.float64, requires_grad=True)
-        x4 = x1 == x3
-        """,
-        "issue 10, Differences: elementwise results keep the input's memory layout (suggest_memory_format rules) (shape/layout)",
-    ),
-    Known(
-        "stride @ ge",
-        """
-        x0 = T.tensor([[1.0, 1.0], [1.0, 1.0]], dtype=T.float64).mT.requires_grad_()
-        x5 = T.tensor([[1.0, 1.0], [1.0, 1.0]], dtype=T.float64, requires_grad=True)
-        x6 = x0 >= x5
-        """,
-        "issue 10, Differences: elementwise results keep the input's memory layout (suggest_memory_format rules) (shape/layout)",
-    ),
-    Known(
-        "stride @ getitem_adv",
-        """
-        x0 = T.tensor([[[1.0, 1.0], [1.0, 1.0]], [[1.0, 1.0], [1.0, 1.0]]], dtype=T.float64).mT.requires_grad_()
-        i2 = T.tensor([1], dtype=T.int64)
-        x3 = x0[i2]
-        """,
-        "issue 10, Differences: elementwise results keep the input's memory layout (suggest_memory_format rules) (shape/layout)",
-    ),
-    Known(
-        "stride @ getitem_list",
-        """
-        x1 = T.tensor([[[[1.0, 1.0], [1.0, 1.0]]], [[[1.0, 1.0], [1.0, 1.0]]]], dtype=T.float64).mT.requires_grad_()
-        x2 = x1[[1]]
-        """,
-        "issue 10, Differences: elementwise results keep the input's memory layout (suggest_memory_format rules) (shape/layout)",
-    ),
-    Known(
-        "stride @ gt",
-        """
-        x1 = T.tensor([[1.0, 1.0], [1.0, 1.0], [1.0, 1.0], [1.0, 1.0]], dtype=T.float32).mT
-        x2 = T.tensor([[1.0, 1.0, 1.0, nan], [1.0, 1.0, 1.0, 1.0]], dtype=T.float64, requires_grad=True)
-        x3 = x1 > x2
-        """,
-        "issue 10, Differences: elementwise results keep the input's memory layout (suggest_memory_format rules) (shape/layout)",
-    ),
-    Known(
-        "stride @ le",
-        """
-        x0 = T.tensor([[1.0, 1.0], [1.0, 1.0]], dtype=T.float64)
-        x2 = x0.t()
-        x3 = x2 <= x0
-        """,
-        "issue 10, Differences: elementwise results keep the input's memory layout (suggest_memory_format rules) (shape/layout)",
-    ),
-    Known(
-        "stride @ lt",
-        """
-        x0 = T.tensor([[[[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]]], dtype=T.float32).mT.requires_grad_()
-        x1 = T.tensor([[[[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]]], dtype=T.float32, requires_grad=True)
-        x2 = T.lt(x0, x1)
-        """,
-        "issue 10, Differences: elementwise results keep the input's memory layout (suggest_memory_format rules) (shape/layout)",
-    ),
-    Known(
-        "stride @ mse_loss",
-        """
-        x6 = T.tensor([[[[1.0, 1.0], [1.0, 1.0]]]], dtype=T.float64).mT.requires_grad_()
-        x10 = T.tensor([[[[1.0]]]], dtype=T.float64)
-        x11 = F.mse_loss(x6, x10, reduction="none")
-        """,
-        "issue 10, Differences: elementwise results keep the input's memory layout (suggest_memory_format rules) (shape/layout)",
-    ),
-    Known(
-        "stride @ ne",
-        """
-        x1 = T.tensor([[[[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]]], dtype=T.float64).mT.requires_grad_()
-        x2 = T.tensor([[[[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]]], dtype=T.float64, requires_grad=True)
-        x3 = x1 != x2
-        """,
-        "issue 10, Differences: elementwise results keep the input's memory layout (suggest_memory_format rules) (shape/layout)",
-    ),
-    Known(
-        "stride @ rpow",
-        """
-        x4 = T.tensor([[[1.0, 1.0], [1.0, 1.0]]], dtype=T.float64).mT
-        x5 = 2.0 ** x4
-        """,
-        "issue 10, Differences: elementwise results keep the input's memory layout (suggest_memory_format rules) (shape/layout)",
-    ),
-    Known(
-        "stride @ where",
-        """
-        x0 = T.tensor([[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]], dtype=T.float64).mT.requires_grad_()
-        x1 = T.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]], dtype=T.float64)
-        x2 = T.tensor([True], dtype=T.bool)
-        x3 = T.where(x2, x0, x1)
-        """,
-        "issue 10, Differences: elementwise results keep the input's memory layout (suggest_memory_format rules) (shape/layout)",
-    ),
-    Known(
-        "grad_fn @ linear",
-        """
-        x2 = T.tensor([[[1.0]]], dtype=T.float64).expand((1, 1, 4))
-        x3 = T.tensor([[1.0, 1.0, 1.0, 1.0]], dtype=T.float64, requires_grad=True)
-        x4 = T.tensor([1.0], dtype=T.float64)
-        x5 = F.linear(x2, x3, x4)
-        """,
-        "issue 10, Differences: grad_fn names -- linear of a 3-D non-contiguous input (linalg)",
+        "deliberate (docs/differences.md: convolution results are always contiguous): PyTorch picks channels-last from a weight whose size-1 dims make its strides ambiguous (shape/layout)",
     ),
     Known(
         "raises RuntimeError @ linear",
@@ -451,63 +314,6 @@ KNOWN = [
         """,
         "new (fuzz): shape op over an empty tensor raises (numpy reshape of 0 elements with -1 / newaxis) (shape)",
     ),
-    # -- autograd / in-place / hooks
-    Known(
-        "no-raise RuntimeError @ backward via rem_t",
-        """
-        x0 = T.tensor([1.0], dtype=T.float64, requires_grad=True)
-        x2 = T.tensor([[1.0]], dtype=T.float64, requires_grad=True)
-        x7 = T.ceil(x2)
-        x9 = T.remainder(x0, x7)
-        grads = T.autograd.grad(x9.sum(), [x2], create_graph=True)
-        sum((g * g).sum() for g in grads).backward()
-        """,
-        "new (fuzz): create_graph gradients -- whether they require grad differs (PyTorch: floor/round/trunc/sign give constant zeros; the backward ops of max_pool2d/reflection pad/layer_norm/where/leaky_relu record a graph) (autograd)",
-    ),
-    Known(
-        "raises RuntimeError @ backward via layer_norm",
-        """
-        x5 = T.tensor([[[1.0, 1.0, 1.0, 1.0, 1.0]]], dtype=T.float64, requires_grad=True)
-        x6 = T.tensor([1.0, 1.0, 1.0, 1.0, 1.0], dtype=T.float64)
-        x7 = T.tensor([1.0, 1.0, 1.0, 1.0, 1.0], dtype=T.float64, requires_grad=True)
-        x8 = F.layer_norm(x5, (5,), x6, x7)
-        grads = T.autograd.grad(x8.sum(), [x7], create_graph=True)
-        sum((g * g).sum() for g in grads).backward()
-        """,
-        "new (fuzz): create_graph gradients -- whether they require grad differs (PyTorch: floor/round/trunc/sign give constant zeros; the backward ops of max_pool2d/reflection pad/layer_norm/where/leaky_relu record a graph) (autograd)",
-    ),
-    Known(
-        "raises RuntimeError @ backward via max_pool2d",
-        """
-        x5 = T.tensor([[[[1.0, 1.0], [1.0, 1.0]]]], dtype=T.float64, requires_grad=True)
-        x6 = F.max_pool2d(x5, 2)
-        grads = T.autograd.grad(x6.sum(), [x5], create_graph=True)
-        sum((g * g).sum() for g in grads).backward()
-        """,
-        "new (fuzz): create_graph gradients -- whether they require grad differs (PyTorch: floor/round/trunc/sign give constant zeros; the backward ops of max_pool2d/reflection pad/layer_norm/where/leaky_relu record a graph) (autograd)",
-    ),
-    Known(
-        "raises RuntimeError @ backward via pad_reflect",
-        """
-        x4 = T.tensor([[[1.0, 1.0, 1.0]]], dtype=T.float64, requires_grad=True)
-        x5 = F.pad(x4, (2, 1), mode="reflect")
-        grads = T.autograd.grad(x5.sum(), [x4], create_graph=True)
-        sum((g * g).sum() for g in grads).backward()
-        """,
-        "new (fuzz): create_graph gradients -- whether they require grad differs (PyTorch: floor/round/trunc/sign give constant zeros; the backward ops of max_pool2d/reflection pad/layer_norm/where/leaky_relu record a graph) (autograd)",
-    ),
-    Known(
-        "raises RuntimeError @ backward via where",
-        """
-        x0 = T.tensor([[1.0]], dtype=T.float32, requires_grad=True)
-        x2 = F.leaky_relu(x0, 0.1)
-        x3 = T.tensor([[True]], dtype=T.bool)
-        x4 = T.where(x3, x0, x2)
-        grads = T.autograd.grad(x4.sum(), [x0], create_graph=True)
-        sum((g * g).sum() for g in grads).backward()
-        """,
-        "new (fuzz): create_graph gradients -- whether they require grad differs (PyTorch: floor/round/trunc/sign give constant zeros; the backward ops of max_pool2d/reflection pad/layer_norm/where/leaky_relu record a graph) (autograd)",
-    ),
     # -- other
     Known(
         "grad-value @ backward via where",
@@ -523,7 +329,7 @@ KNOWN = [
         L.backward(retain_graph=True)
         L.backward()
         """,
-        "new (fuzz): cross_entropy's node connects straight to its input; PyTorch has LogSoftmaxBackward0 in between (grad_fn.next_functions differ, so a pre-hook lands on another node) (other)",
+        "deliberate (docs/differences.md: cross_entropy is one node): its node connects straight to its input; PyTorch has LogSoftmaxBackward0 in between (grad_fn.next_functions differ, so a pre-hook lands on another node) (other)",
     ),
 ]
 

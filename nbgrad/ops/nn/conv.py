@@ -328,6 +328,7 @@ _DECL = {
     "args": ("x", "w", "b"),
     "saves": ("x", "w"),
     "kernels": CPU,
+    "double": False,  # NOTE [backward nodes]
 }
 
 

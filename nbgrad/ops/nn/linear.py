@@ -19,7 +19,8 @@ def _addmm_vjp(node, grads):
     gw = g.mT @ x if needs(node, 1) else None
     gb = None
     if needs(node, 2):
-        gb = g.sum(-2) if len(bshape) == 1 else g.sum((-2, -1))
+        # a 2-D bias broadcast over (n, out): the engine sums the gradient to its shape
+        gb = g if len(bshape) == 2 else g.sum(-2) if len(bshape) == 1 else g.sum((-2, -1))
         if len(bshape) == 1 and bshape[0] == 1 and g.shape[-1] != 1:
             gb = g.sum((-2, -1), keepdim=True).squeeze(-1)
     return gx, gw, gb
@@ -39,11 +40,26 @@ def addmm(x, w, b):
             "self and mat2 must have the same dtype, but got %s and %s"
             % (b._dtype._legacy, w._dtype._legacy)
         )
-    if b._data.ndim > 1 or (b._data.ndim == 1 and b._data.shape[0] not in (1, w._data.shape[0])):
+    bs, target = b._data.shape, (x._data.shape[0], w._data.shape[0])
+    if len(bs) > 2:
+        raise RuntimeError(
+            "expand(torch.%sTensor{%s}, size=%s): the number of sizes provided (2) must be "
+            "greater or equal to the number of dimensions in the tensor (%d)"
+            % (b._dtype._legacy, list(bs), list(target), len(bs))
+        )
+    if len(bs) == 1 and bs[0] not in (1, target[1]):
         raise RuntimeError(
             "The size of tensor a (%d) must match the size of tensor b (%d) at "
-            "non-singleton dimension 1" % (b._data.shape[-1], w._data.shape[0])
+            "non-singleton dimension 1" % (bs[0], target[1])
         )
+    if len(bs) == 2:
+        for d in (0, 1):
+            if bs[d] not in (1, target[d]):
+                raise RuntimeError(
+                    "The expanded size of the tensor (%d) must match the existing size (%d) at "
+                    "non-singleton dimension %d.  Target sizes: %s.  Tensor sizes: %s"
+                    % (target[d], bs[d], d, list(target), list(bs))
+                )
     arr = call_quiet(np.matmul, (x._data, w._data.T))
     arr = arr + b._data
     return addmm.op.record(arr, (x, w, b), attrs=b._data.shape)

@@ -12,6 +12,7 @@ from ...autograd.batching import batched
 from ...grad_mode import STATE
 from ...kernels.cpu import index as KI, loss as KL
 from .. import pointwise_fns as _pw
+from ..dispatch import any_strided, torch_layout
 from ..registry import internal_op, op
 from ._common import carray, check_float, check_no_grad, compute_dtype, needs
 
@@ -83,6 +84,8 @@ def mse_loss(x, t, reduction="mean"):
     out = np.empty(x.shape, cd)
     total = KL.mse_fwd_cpu(carray(x, cd).reshape(-1), carray(t, cd).reshape(-1), out.reshape(-1))
     res = _reduced(out, total, reduction, out.size, cd).astype(dt.np, copy=False)
+    if reduction == "none" and res.ndim > 1 and any_strided((x._data, t._data)):
+        res = torch_layout(res, (x._data, t._data))  # a TensorIterator result in PyTorch
     return mse_loss.op.record(res, (x, t), attrs=(reduction, out.size))
 
 
@@ -266,7 +269,7 @@ def _nll(x, target, weight, ignore_index, reduction, smoothing, fused, opdef):
 _NLL_NODES = {"1d": "NllLossBackward0", "2d": "NllLoss2DBackward0"}
 
 
-@op("nll_loss", "nn", node=_NLL_NODES, vjp=_nll_vjp, saves=("x",), kernels=CPU)
+@op("nll_loss", "nn", node=_NLL_NODES, vjp=_nll_vjp, saves=("x",), kernels=CPU, double=True)
 def nll_loss(x, target, weight=None, ignore_index=-100, reduction="mean"):
     """Log-probabilities ``x`` and class-index targets."""
     check_float(x, "nll_loss")

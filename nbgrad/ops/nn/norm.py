@@ -102,6 +102,7 @@ def _check_layer_norm(x, normalized_shape, w, b):
     "nn",
     node="NativeLayerNormBackward0",
     vjp=_ln_vjp,
+    double=False,  # NOTE [backward nodes]
     args=("x", "w", "b"),
     saves=("x", "w"),
     kernels=CPU,

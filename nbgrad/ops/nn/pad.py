@@ -121,6 +121,7 @@ CPU = {"cpu": KC}
     "nn",
     node=_nd_nodes("ReflectionPad%dDBackward0"),
     vjp=_index_pad_vjp,
+    double=True,  # NOTE [backward nodes]
     kernels=CPU,
 )
 def reflection_pad(x, pad):
@@ -132,6 +133,7 @@ def reflection_pad(x, pad):
     "nn",
     node=_nd_nodes("ReplicationPad%dDBackward0"),
     vjp=_index_pad_vjp,
+    double=True,  # NOTE [backward nodes]
     kernels=CPU,
 )
 def replication_pad(x, pad):

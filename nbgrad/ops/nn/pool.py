@@ -105,6 +105,7 @@ def _maxpool_vjp(node, grads):
     node="MaxPool2DWithIndicesBackward0",
     vjp=_maxpool_vjp,
     saves=("x",),
+    double=True,  # NOTE [backward nodes]
     kernels=CPU,
 )
 def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
@@ -169,7 +170,7 @@ def _avg_backward_vjp(node, grads):
     return (avg_pool2d(grads[0], node.attrs),)
 
 
-@op("avg_pool2d", "nn", node="AvgPool2DBackward0", vjp=_avg_vjp, kernels=CPU)
+@op("avg_pool2d", "nn", node="AvgPool2DBackward0", vjp=_avg_vjp, kernels=CPU, double=True)
 def avg_pool2d(x, geo):
     """Average pooling of ``x`` over the window geometry ``geo`` (``avg_pool2d_geometry``)."""
     cd = compute_dtype(geo.dtype)
