@@ -883,6 +883,22 @@ def test_views_follow_a_write_made_before_their_base_required_grad(T):
         u.grad_fn
 
 
+def test_copyslices_selects_the_overwritten_region(T):
+    """The base's gradient in the region written through a view is the op's gradient, copied
+    in (PyTorch), so a NaN of the overwritten values' gradient does not leak into it."""
+    x = T.tensor([[[1.0]]], dtype=T.float64, requires_grad=True)
+    y = T.triu(x, -1)
+    v = y[None, ...]
+    v[0] = T.tensor([[[1.0]]], dtype=T.float64)
+    (v * T.tensor([[[[1.0], [float("nan")]]]], dtype=T.float64)).sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [[[0.0]]])
+    x = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 1
+    y[1:].mul_(2)
+    (y * T.tensor([float("inf"), 1.0, 2.0])).sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [float("inf"), 2.0, 4.0])
+
+
 def test_views_follow_writes_through_detached_aliases(T):
     """detach() shares the version counter: a write through the alias makes the other views
     follow (regenerated, or stale for split outputs), but no CopySlices lands on the original;

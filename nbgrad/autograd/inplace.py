@@ -291,6 +291,7 @@ def _rebase(view, node):
     base = view._base
     lin = _view_positions(view, base)
     shape = base._data.shape
+    base_size = base._data.size
     overlap = internal_overlap(view._data)
 
     fn_node = not hasattr(node, "op")  # a custom Function that marked the view dirty
@@ -305,9 +306,16 @@ def _rebase(view, node):
             inner = conform_grads(node, node.apply((gslice,) + (None,) * (nout - 1)))
         else:
             inner = conform_grads(node, node.op(node, (gslice,)))
-        keep = g - _scatter_lin(gslice, shape, lin)  # g with the view region zeroed
+        # g with the region replaced by the op's gradient (PyTorch copies it in): selected,
+        # so a NaN/Inf of the overwritten region's gradient does not leak
+        keep = g.masked_fill(_region(), 0.0)
         gbase = keep if inner[0] is None else keep + _scatter_lin(inner[0], shape, lin)
         return (gbase,) + tuple(inner[1:])
+
+    def _region():
+        m = np.zeros(base_size, np.bool_)
+        m[lin.reshape(-1)] = True
+        return _make(m.reshape(shape))
 
     old, old_nr = base._grad_fn, base._output_nr
     cs = new_node(node_class("torch::autograd::CopySlices"), (), copy_slices_vjp)
