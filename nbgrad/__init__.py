@@ -18,6 +18,7 @@ from .creation import (
     empty,
     empty_like,
     eye,
+    from_dlpack,
     from_numpy,
     full,  # noqa: E402
     full_like,
@@ -92,13 +93,15 @@ from .ops.symbolic import elementwise  # noqa: E402
 
 del _forward_ad, _functional
 from . import nn, optim, testing  # noqa: E402,F401
+from .nn import _vf as _VF  # noqa: E402,F401  (torch._VF's recurrent entry points)
 from .utils import (  # noqa: E402  (above autograd and nn; nbgrad.utils.data etc.)
     checkpoint as _checkpoint,
     collect_env as _collect_env,
     data as _data,
+    dlpack as _dlpack,
 )
 
-del _checkpoint, _collect_env, _data
+del _checkpoint, _collect_env, _data, _dlpack
 from ._missing import missing as _missing  # noqa: E402
 from .autograd.anomaly_mode import (
     is_anomaly_check_nan_enabled,  # noqa: E402,F401

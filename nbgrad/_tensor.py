@@ -6,6 +6,7 @@ NOTE [version counter]: ``_vc`` is a one-element list shared by a tensor, its vi
 ``detach()``; every in-place write does ``_vc[0] += 1``.  ``.data`` gets a fresh counter.
 """
 
+import copy
 import numbers
 import operator
 import re
@@ -347,9 +348,38 @@ class Tensor:
         return self._data
 
     def __array__(self, dtype=None, copy=None):
-        if dtype is None:
-            return self._data
-        return self._data.astype(dtype)
+        """NumPy's array protocol with NumPy 2's ``copy=``: True returns a copy, False raises
+        ValueError when one is needed (a dtype change), None copies only then.  A tensor that
+        requires grad raises as ``numpy()`` does (PyTorch's error)."""
+        arr = self.numpy()
+        if dtype is not None and np.dtype(dtype) != arr.dtype:
+            if copy is False:
+                raise ValueError("Unable to avoid copy while creating an array as requested.")
+            return arr.astype(dtype)
+        return arr.copy(order="K") if copy else arr
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """What a NumPy ufunc (``np.exp(t)``) or function (``np.argmax(t)``) returns: a tensor
+        sharing the result's memory, 0-d for a scalar result, as PyTorch's ``torch.from_numpy``
+        (a bool result becomes uint8, as in PyTorch).  The inputs went through ``__array__``, so a
+        tensor that requires grad raised there: nothing is silently detached."""
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        _dt.from_numpy_dtype(array.dtype)
+        return Tensor._make(array)
+
+    def __dlpack__(self, *, stream=-1, max_version=None, dl_device=None, copy=None):
+        """Export as a DLPack capsule sharing memory (``torch.from_dlpack``, ``np.from_dlpack``)."""
+        if self._requires_grad:
+            raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
+        if stream is not None and type(stream) is not int:
+            raise TypeError("stream must be ``int`` or ``none``")
+        if stream is not None and stream != -1:
+            raise AssertionError("stream should be None on cpu.")
+        return self._data.__dlpack__(max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self):
+        return (1, 0)  # (kDLCPU, device 0)
 
     def item(self):
         if self._data.size != 1:
@@ -404,20 +434,39 @@ class Tensor:
     def __hash__(self):
         return id(self)
 
+    # Pickling and copying follow PyTorch: a pickle holds the memory the tensor's elements span,
+    # its strides and requires_grad (not .grad, hooks or history: a non-leaf comes back as a
+    # leaf); copy.copy shares memory; deepcopy copies it (views copied together stay views of
+    # one copy) and .grad.  Public attributes set on the tensor travel in both.
     def __reduce_ex__(self, proto):
-        raise TypeError("nbgrad tensors are not pickled; use nbgrad.save")
+        _warn_unpickled_hooks(self)
+        return (
+            _rebuild_tensor,
+            (type(self), *_span(self._data), self._requires_grad, _user_state(self)),
+        )
+
+    def __copy__(self):
+        t = type(self)._make(self._data)
+        t._requires_grad = self._requires_grad
+        t.__dict__.update(_user_state(self))
+        return t
 
     def __deepcopy__(self, memo):
         if not self.is_leaf:  # a stale view raises
             raise RuntimeError(
-                "Only Tensors created explicitly by the user (graph leaves) "
-                "support the deepcopy protocol at the moment."
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                "protocol at the moment.  If you were attempting to deepcopy a module, this may "
+                "be because of a torch.nn.utils.weight_norm usage, see "
+                "https://github.com/pytorch/pytorch/pull/103001"
             )
-        t = type(self)._make(self._data.copy())
+        if id(self) in memo:
+            return memo[id(self)]
+        t = type(self)._make(_deepcopy_data(self._data, memo))
         t._requires_grad = self._requires_grad
         if self._grad is not None:
             t._grad = self._grad.__deepcopy__(memo)
         memo[id(self)] = t
+        t.__dict__.update(copy.deepcopy(_user_state(self), memo))
         return t
 
     def __repr__(self, *, tensor_contents=None):
@@ -611,6 +660,102 @@ def _wrap_dim(dim, ndim):
             "%d)" % (-n, n - 1, dim)
         )
     return dim + n if dim < 0 else dim
+
+
+# ---------------------------------------------------------------------------------------------
+# Pickling and copying (Tensor.__reduce_ex__ / __copy__ / __deepcopy__)
+
+
+def _user_state(t):
+    """The attributes a user set on ``t`` (public names); ``_``-names are nbgrad's bookkeeping
+    (autograd fields, view tracking) and never travel."""
+    d = t.__dict__
+    return {k: v for k, v in d.items() if not k.startswith("_")} if d else {}
+
+
+def _span(a):
+    """What a pickle holds for array ``a``: a uint8 view of the bytes its elements span (no
+    copy; the pickler copies it), ``a``'s byte offset in it, dtype, shape, byte strides and
+    whether it is writeable (an expanded tensor is not)."""
+    if a.size == 0:
+        buf, off = np.empty(0, np.uint8), 0
+    else:
+        lo, hi = _bounds(a)
+        low = tuple(n - 1 if st < 0 else 0 for n, st in zip(a.shape, a.strides))
+        first = a[low + (Ellipsis,)].reshape(1).view(np.uint8)  # the lowest element's bytes
+        buf = np.lib.stride_tricks.as_strided(first, shape=(hi - lo,), strides=(1,))
+        off = a.__array_interface__["data"][0] - lo
+    return buf, off, a.dtype.str, a.shape, a.strides, bool(a.flags.writeable)
+
+
+def _rebuild_tensor(cls, buf, off, dtype, shape, strides, writeable, requires_grad, state):
+    """Unpickle a tensor (the inverse of ``Tensor.__reduce_ex__``)."""
+    if not (isinstance(buf, np.ndarray) and buf.dtype == np.uint8 and buf.ndim == 1):
+        raise TypeError("nbgrad: malformed pickled tensor")
+    if not buf.flags.writeable:
+        buf = buf.copy()
+    arr = np.ndarray(shape, np.dtype(dtype), buffer=buf, offset=off, strides=strides)
+    if not arr.dtype.isnative:  # pickled on a machine of the other byte order
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    elif not writeable:
+        arr.flags.writeable = False
+    _dt.from_numpy_dtype(arr.dtype)
+    t = Tensor._make.__func__(cls, arr)
+    if requires_grad:
+        t.requires_grad_(True)
+    if state:
+        t.__dict__.update(state)
+    return t
+
+
+def _owner(a):
+    """The array at the root of ``a``'s ``.base`` chain (through as_strided's DummyArray bases):
+    the one owning the memory, shared by every view of it."""
+    root = a
+    while True:
+        b = root.base
+        b = b if isinstance(b, np.ndarray) else getattr(b, "base", None)
+        if not isinstance(b, np.ndarray):
+            return root
+        root = b
+
+
+def _deepcopy_data(a, memo):
+    """A copy of ``a`` with its strides; arrays deep-copied together that share memory (a view
+    and its base) share the copy, as PyTorch's storage deepcopy does."""
+    if a.size == 0:
+        return np.ndarray(a.shape, a.dtype, buffer=np.empty(0, np.uint8), strides=a.strides)
+    root = _owner(a)
+    lo, hi = _bounds(root)
+    alo, ahi = _bounds(a)
+    if not (root.flags.c_contiguous or root.flags.f_contiguous) or alo < lo or ahi > hi:
+        return a.copy(order="K")
+    key = ("nbgrad.storage", id(root))
+    hit = memo.get(key)
+    if hit is None:
+        hit = memo[key] = (root, root.copy(order="K"))  # holding root keeps its id unique
+    new = hit[1].ravel(order="K").view(np.uint8)
+    off = a.__array_interface__["data"][0] - lo
+    out = np.ndarray(a.shape, a.dtype, buffer=new, offset=off, strides=a.strides)
+    if not a.flags.writeable:
+        out.flags.writeable = False
+    return out
+
+
+_UNSERIALIZED_HOOK = (
+    "backward hook %r on tensor will not be serialized.  If this is expected, you can decorate "
+    "the function with @torch.utils.hooks.unserializable_hook to suppress this warning"
+)
+
+
+def _warn_unpickled_hooks(t):
+    hooks = t._hooks
+    if t.grad_fn is not None:
+        th = getattr(t.grad_fn, "_tensor_hooks", None)
+        hooks = th.get(t._output_nr) if th else None
+    for h in (hooks or {}).values():
+        if not hasattr(h, "__torch_unserializable__"):
+            warnings.warn(_UNSERIALIZED_HOOK % (h,), UserWarning, stacklevel=3)
 
 
 # ---------------------------------------------------------------------------------------------

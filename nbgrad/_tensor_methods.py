@@ -57,6 +57,23 @@ def _operand(o):
     return NotImplemented
 
 
+def _eq(self, other):
+    """``==``; an ndarray is compared as a tensor (PyTorch's ``__eq__``, unlike its ``!=``, ``<``
+    and arithmetic, which leave an ndarray to NumPy: ``t + a`` is ``np.add(t, a)`` wrapped back
+    into a tensor by ``Tensor.__array_wrap__``)."""
+    if _operand(other) is not NotImplemented:
+        return pw.eq(self, other)
+    if not isinstance(other, np.ndarray) or other.dtype.kind not in "biufc":
+        return False
+    if any(st < 0 for st in other.strides):
+        raise ValueError(
+            "At least one stride in the given numpy array is negative, and tensors with "
+            "negative strides are not currently supported. (You can probably work around "
+            "this by making a copy of your array  with array.copy().) "
+        )
+    return pw.eq(self, creation.from_numpy(other))
+
+
 def _binop(fn, reflected=False):
     def op(self, other):
         other = _operand(other)
@@ -167,7 +184,7 @@ _OPS = {
     "__le__": _binop(pw.le),
     "__gt__": _binop(pw.gt),
     "__ge__": _binop(pw.ge),
-    "__eq__": lambda s, o: pw.eq(s, o) if _operand(o) is not NotImplemented else False,
+    "__eq__": _eq,
     "__ne__": lambda s, o: pw.ne(s, o) if _operand(o) is not NotImplemented else True,
     "__and__": _and,
     "__rand__": _and,

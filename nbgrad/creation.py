@@ -15,6 +15,7 @@ __all__ = [
     "tensor",
     "as_tensor",
     "from_numpy",
+    "from_dlpack",
     "zeros",
     "ones",
     "full",
@@ -57,6 +58,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
             UserWarning,
             stacklevel=2,
         )
+    if _is_dlpack(data):  # a torch / CuPy / JAX tensor: read through DLPack, then copied
+        data = _dlpack_array(data)
     try:
         arr = _to_array(data, dtype)
     except OverflowError:  # an int beyond int64
@@ -75,9 +78,62 @@ def as_tensor(data, dtype=None, device=None):
         if dtype is None or _dt.as_dtype(dtype) is data._dtype:
             return data
         return data.to(dtype)
+    if _is_dlpack(data):  # shares memory with a torch / CuPy / JAX CPU tensor
+        data = _dlpack_array(data)
     if isinstance(data, np.ndarray) and (dtype is None or _dt.as_dtype(dtype).np == data.dtype):
         return from_numpy(data) if data.dtype in _dt._FROM_NP else tensor(data)
     return tensor(data, dtype=dtype, device=device)
+
+
+def from_dlpack(ext_tensor, *, device=None, copy=None):
+    """A tensor sharing memory with ``ext_tensor``: any object with ``__dlpack__`` (a PyTorch
+    tensor, a NumPy array, a CPU CuPy/JAX array, an nbgrad tensor) or a DLPack capsule
+    (``torch.utils.dlpack.to_dlpack``; a capsule is consumed once).  ``copy=True`` copies,
+    ``copy=False`` raises BufferError when sharing is impossible (NumPy's ``from_dlpack``)."""
+    check_device(device)
+    return Tensor._make(_dlpack_array(ext_tensor, copy))
+
+
+class _Capsule:
+    """Presents a bare DLPack capsule to ``np.from_dlpack``."""
+
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack__(self, **kwargs):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)  # the capsule's own device field is checked by NumPy when it reads it
+
+
+def _is_dlpack(data):
+    return not isinstance(data, (Tensor, np.ndarray, np.generic)) and hasattr(
+        type(data), "__dlpack__"
+    )
+
+
+def _dlpack_array(obj, copy=None):
+    if type(obj).__name__ == "PyCapsule":
+        obj = _Capsule(obj)
+    elif not hasattr(obj, "__dlpack__"):
+        raise TypeError(
+            "from_dlpack expects an object with __dlpack__ or a DLPack capsule, got %s"
+            % type(obj).__name__
+        )
+    try:
+        arr = np.from_dlpack(obj, copy=copy)
+    except RuntimeError as e:
+        if "device" in str(e).lower():  # a CUDA/ROCm tensor: nbgrad stores data on the CPU
+            raise BufferError(
+                "nbgrad.from_dlpack: the DLPack tensor is not in CPU memory (%s); nbgrad tensors "
+                "live on the CPU: move it there first (e.g. .cpu())" % e
+            ) from None
+        raise
+    _dt.from_numpy_dtype(arr.dtype)
+    if arr.size == 0:  # nothing to share; NumPy gives an empty import zero strides
+        arr = empty_strided_array(arr.shape, contiguous_strides(arr.shape), arr.dtype)
+    return arr
 
 
 def from_numpy(ndarray):

@@ -1,5 +1,8 @@
 """``nbgrad.save`` / ``nbgrad.load``: tensors, state dicts and nested containers, no pickle.
 
+``nbgrad.load`` also reads PyTorch checkpoints (``torch.save``'s zip) and ``nbgrad.save(obj, f,
+format="torch")`` writes them: see _torch_format.py (a restricted reader, never ``pickle``).
+
 The file format is documented in docs/serialization.md.  In short::
 
     preamble (48 bytes)  magic, format version, header/data lengths, CRC32s
@@ -22,6 +25,7 @@ import zlib
 
 import numpy as np
 
+from . import _torch_format
 from ._tensor import Tensor
 from .device import as_device, device, device as _device
 from .dtypes import _NAMES, dtype as _dtype
@@ -65,10 +69,27 @@ def save(
     pickle_protocol=None,
     _use_new_zipfile_serialization=True,
     _disable_byteorder_record=False,
+    *,
+    format="nbgrad",
 ):
     """Save ``obj`` (a Tensor, or None/bool/int/float/complex/str/bytes, dtype, device, numpy
     array, or a dict/OrderedDict/list/tuple nesting of those) to ``f`` (a path or a writable
-    binary file object).  The PyTorch-only keyword arguments are accepted and ignored."""
+    binary file object).  The PyTorch-only keyword arguments are accepted and ignored.
+
+    ``format="torch"`` writes PyTorch's checkpoint format instead (what ``torch.save`` writes,
+    read by ``torch.load(f, weights_only=True)``; also sets and torch.Size, but no numpy
+    arrays); ``nbgrad.load`` reads both."""
+    if format == "torch":
+        if _is_path(f):
+            with open(os.fspath(f), "wb") as fh:
+                _torch_format.save(obj, fh)
+        else:
+            if not hasattr(f, "write"):
+                raise AttributeError("'%s' object has no attribute 'write'" % type(f).__name__)
+            _torch_format.save(obj, f)
+        return
+    if format != "nbgrad":
+        raise ValueError("nbgrad.save: format must be 'nbgrad' or 'torch', got %r" % (format,))
     enc = _Encoder()
     root = enc.encode(obj)
     header = json.dumps(
@@ -255,12 +276,15 @@ def _is_path(f):
 def load(
     f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **pickle_load_args
 ):
-    """Load an object written by :func:`save` from ``f`` (a path or a readable binary file).
+    """Load an object written by :func:`save` (either format) or by ``torch.save`` from ``f``
+    (a path or a readable binary file).
 
     Nothing in the file can cause code to run: only the types listed in docs/serialization.md
-    are produced.  ``weights_only`` is accepted for PyTorch compatibility; loading is always
-    "weights only".  ``map_location`` may be None, a device or device string, a dict mapping
-    ``"cpu"`` to a device, or a callable ``(tensor, "cpu") -> tensor or None``.
+    are produced (a PyTorch file is read under ``torch.load(weights_only=True)``'s rules; what
+    they refuse raises ``pickle.UnpicklingError``).  ``weights_only`` is accepted for PyTorch
+    compatibility; loading is always "weights only".  ``map_location`` may be None, a device or
+    device string, a dict mapping a saved location (``"cpu"``, ``"cuda:0"``) to a device, or a
+    callable ``(tensor, location) -> tensor or None``.
 
     A file that is not an nbgrad file, is truncated, or fails a checksum raises RuntimeError.
     """
@@ -364,15 +388,11 @@ def _read_array(fh, dt, shape, nbytes, known, label):
 
 def _not_nbgrad(label, head):
     hint = ""
-    if head[:4] == b"PK\x03\x04":
+    if head[:1] == b"\x80" or head[:2] in (b"(d", b"(l", b"}q", b"]q", b"cc"):
         hint = (
-            " (it looks like a zip archive, e.g. a PyTorch torch.save file; nbgrad.load "
-            "reads only files written by nbgrad.save and never unpickles)"
-        )
-    elif head[:1] == b"\x80" or head[:2] in (b"(d", b"(l", b"}q", b"]q", b"cc"):
-        hint = (
-            " (it looks like a Python pickle; nbgrad.load never unpickles because "
-            "unpickling can run arbitrary code)"
+            " (it looks like a Python pickle, e.g. a PyTorch file saved with "
+            "_use_new_zipfile_serialization=False; nbgrad.load never unpickles because "
+            "unpickling can run arbitrary code: re-save it with a current torch.save)"
         )
     elif not head:
         hint = " (the file is empty)"
@@ -384,6 +404,8 @@ def _not_nbgrad(label, head):
 def _load(fh, label, size, map_location):
     # -- preamble ----------------------------------------------------------------------
     first = fh.read(PREAMBLE_SIZE) or b""
+    if first[:4] == b"PK\x03\x04":  # a zip: torch.save's format
+        return _torch_format.load(fh, first, label, map_location)
     if len(first) < len(MAGIC):
         if first and MAGIC.startswith(first):
             raise RuntimeError("%s is truncated: it ends inside the nbgrad preamble" % label)

@@ -10,6 +10,7 @@ import sys
 import types
 
 import nbgrad
+import nbgrad.utils.safetensors as _safetensors
 from nbgrad.ops.registry import FUNCTION, INPLACE, METHOD, OUT, REGISTRY
 
 PAGE = os.path.join(
@@ -85,6 +86,8 @@ def render():
             ],
         ),
         ("`nbgrad.utils.data`", _public(nbgrad.utils.data)),
+        ("`nbgrad.utils.dlpack`", _public(nbgrad.utils.dlpack)),
+        ("`nbgrad.utils.safetensors` (`safetensors.torch`)", _public(_safetensors)),
         ("`nbgrad.cuda`", _public(nbgrad.cuda)),
     ]
     out = [

@@ -46,7 +46,16 @@ LAYERS = [
     ("ops", ["nbgrad.ops"]),
     ("autograd", ["nbgrad.autograd"]),
     ("surface", ["nbgrad._tensor_methods", "nbgrad.cuda"]),
-    ("library", ["nbgrad.nn", "nbgrad.optim", "nbgrad.utils", "nbgrad.serialization"]),
+    (
+        "library",
+        [
+            "nbgrad.nn",
+            "nbgrad.optim",
+            "nbgrad.utils",
+            "nbgrad.serialization",
+            "nbgrad._torch_format",
+        ],
+    ),
     ("top", ["nbgrad", "nbgrad.bench", "nbgrad.__main__", "nbgrad._warmup", "nbgrad.testing"]),
 ]
 RANK = {p: i for i, (_, prefixes) in enumerate(LAYERS) for p in prefixes}

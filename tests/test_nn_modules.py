@@ -158,6 +158,18 @@ LAYERS = {
     "nll": lambda T: T.nn.NLLLoss(weight=T.ones(3), reduction="none"),
     "bce": lambda T: T.nn.BCELoss(weight=T.ones(2)),
     "bce-logits": lambda T: T.nn.BCEWithLogitsLoss(pos_weight=T.ones(2)),
+    "mha": lambda T: T.nn.MultiheadAttention(8, 2),
+    "mha-opts": lambda T: T.nn.MultiheadAttention(
+        6, 3, dropout=0.1, bias=False, add_bias_kv=True, add_zero_attn=True, batch_first=True
+    ),
+    "mha-kdim-vdim": lambda T: T.nn.MultiheadAttention(8, 4, kdim=5, vdim=3, dtype=T.float64),
+    "encoder-layer": lambda T: T.nn.TransformerEncoderLayer(8, 2, 16),
+    "encoder-layer-opts": lambda T: T.nn.TransformerEncoderLayer(
+        8, 2, 16, 0.0, "gelu", 1e-3, batch_first=True, norm_first=True, bias=False
+    ),
+    "encoder": lambda T: T.nn.TransformerEncoder(
+        T.nn.TransformerEncoderLayer(8, 2, 16), 2, T.nn.LayerNorm(8), enable_nested_tensor=False
+    ),
     "sequential": lambda T: T.nn.Sequential(T.nn.Linear(2, 3), T.nn.ReLU(), T.nn.Linear(3, 1)),
     "sequential-odict": lambda T: T.nn.Sequential(
         OrderedDict([("fc", T.nn.Linear(2, 3)), ("act", T.nn.Tanh()), ("bn", T.nn.BatchNorm1d(3))])

@@ -127,3 +127,38 @@ def test_emit_nvtx_warns_without_the_package():
     with pytest.warns(UserWarning, match="nvtx"):
         with profiler.emit_nvtx():
             nbgrad.ones(2) * 2
+
+
+def test_profile_memory_records_bytes_per_event():
+    """profile_memory=True: each event carries the bytes it allocated net of what it freed
+    (numpy's allocations, traced by tracemalloc), the table gets PyTorch's CPU Mem columns and
+    the trace [memory] events; tracemalloc is stopped again afterwards."""
+    import tracemalloc
+
+    x = nbgrad.randn(128, 128, requires_grad=True)
+    (x * 2).exp().sum().backward()  # kernels compiled: their memory is not in the profile
+    with nbgrad.autograd.profiler.profile(profile_memory=True) as prof:
+        y = (x * 2).exp()
+    assert not tracemalloc.is_tracing()
+    mul = [e for e in prof.function_events if e.name == "aten::mul"][0]
+    assert 128 * 128 * 4 <= mul.cpu_memory_usage < 2 * 128 * 128 * 4  # its float32 result
+    assert mul.self_cpu_memory_usage == mul.cpu_memory_usage  # no children
+    table = prof.key_averages().table(sort_by="self_cpu_memory_usage")
+    assert "CPU Mem" in table and "Self CPU Mem" in table and "Kb" in table
+    del y
+    with nbgrad.autograd.profiler.profile() as prof2:
+        x * 2
+    assert "CPU Mem" not in prof2.table()
+    assert all(e.cpu_memory_usage == 0 for e in prof2.function_events)
+
+
+def test_profile_memory_chrome_trace_has_memory_events(tmp_path):
+    x = nbgrad.randn(64, 64)
+    x * 2
+    with nbgrad.autograd.profiler.profile(profile_memory=True) as prof:
+        x * 2
+    path = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(path))
+    events = json.loads(path.read_text())["traceEvents"]
+    mem = [e for e in events if e["name"] == "[memory]"]
+    assert mem and all(e["ph"] == "i" and e["args"]["Bytes"] > 0 for e in mem)

@@ -704,3 +704,34 @@ def test_mixed_integer_and_list_index_matches_pytorch_shape(lib):
     assert tuple(x[:, 1, [0, 3]].shape) == (2, 2)
     assert tuple(x[[1], :, -1].shape) == (1, 3)
     assert x[0, :, [1, 0]].tolist() == [[1.0, 0.0], [5.0, 4.0], [9.0, 8.0]]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda T, a: T.add(a[:3], 1, out=a[1:]),
+        lambda T, a: T.exp(a[:3], out=a[1:]),
+        lambda T, a: T.add(a[:3], a[1:], out=a[:3]),  # the second operand overlaps
+        lambda T, a: T.add(a.reshape(2, 2), 1, out=a.reshape(2, 2).t()),  # same memory, permuted
+        lambda T, a: T.clamp(a[1:], 0, 1, out=a[:3]),
+        lambda T, a: T.cat([a[:2], a[:2]], out=a),
+    ],
+)
+def test_out_partially_overlapping_an_input_raises(lib, call):
+    a = lib.arange(4.0)
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        call(lib, a)
+    assert a.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+@pytest.mark.parametrize(
+    "call, want",
+    [
+        (lambda T, a: T.add(a, 1, out=a), [1.0, 2.0, 3.0, 4.0]),  # the same tensor: allowed
+        (lambda T, a: T.mul(a[::2], a[1::2], out=a[1::2]), [0.0, 0.0, 2.0, 6.0]),  # not dense
+    ],
+)
+def test_out_aliasing_pytorch_allows(lib, call, want):
+    a = lib.arange(4.0)
+    call(lib, a)
+    assert a.tolist() == want

@@ -26,7 +26,7 @@ __all__ = ["backward", "grad", "detect_anomaly", "set_detect_anomaly", "graph", 
 
 
 def _tensor_list(x):
-    if isinstance(x, Tensor):
+    if isinstance(x, (Tensor, graph.GradientEdge)):
         return [x]
     if x is None:
         return []
@@ -209,6 +209,8 @@ def grad(
     if not ins:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     for t in ins:
+        if isinstance(t, graph.GradientEdge):  # the gradient flowing along that edge
+            continue
         if not isinstance(t, Tensor):
             raise TypeError("grad(): inputs must be Tensors, got %s" % type(t).__name__)
         if not t._requires_grad:
@@ -223,7 +225,7 @@ def grad(
     result = []
     for i, (t, g) in enumerate(zip(ins, captured)):
         if g is None:
-            if materialize_grads:
+            if materialize_grads and isinstance(t, Tensor):
                 g = (
                     creation.zeros_like(t)
                     if not is_grads_batched

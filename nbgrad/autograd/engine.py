@@ -27,7 +27,14 @@ from . import profiler
 from .anomaly_mode import STATE as ANOMALY
 from .batching import BATCH, handles_batch, sum_to
 from .exec_info import plan
-from .graph import AccumulateGrad, run_post_hooks, run_pre_hooks, run_tensor_hooks
+from .graph import (
+    TASKS,
+    AccumulateGrad,
+    GraphTask,
+    run_post_hooks,
+    run_pre_hooks,
+    run_tensor_hooks,
+)
 
 
 def run_backward(
@@ -48,6 +55,8 @@ def run_backward(
     if inputs is not None:
         captures, execute = plan(inputs, deps, {n for n, _ in roots}, accumulate)
     captured = [None] * (len(inputs) if inputs is not None else 0)
+    root_nodes = {n for n, _ in roots}
+    TASKS.stack += (GraphTask(deps, root_nodes, execute, captures, accumulate),)
 
     ready, tick = [], itertools.count()
     for node in {n for n, _ in roots}:
@@ -109,6 +118,7 @@ def run_backward(
         grad_mode.STATE.enabled = prev
         BATCH.dims = prev_batch
         _EXTOBJ.reset(quiet)
+        TASKS.stack = TASKS.stack[:-1]
     return captured
 
 

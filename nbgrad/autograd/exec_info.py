@@ -1,13 +1,16 @@
 """What a backward with ``inputs=`` (or ``autograd.grad``) runs and where it captures
 gradients: PyTorch's ``exec_info``, computed before the engine's loop starts."""
 
-from .graph import grad_accumulator
+from .graph import GradientEdge, grad_accumulator
 
 
 def plan(inputs, deps, root_nodes, accumulate):
     """Which nodes run and where gradients are captured, for ``inputs=`` (PyTorch's exec_info)."""
     captures, targets = {}, set()
     for idx, t in enumerate(inputs):
+        if isinstance(t, GradientEdge):  # autograd.grad(..., inputs=get_gradient_edge(y))
+            captures.setdefault(t.node, []).append((t.output_nr, idx))
+            continue
         if t.grad_fn is None:
             node = grad_accumulator(t)
             if accumulate:

@@ -7,6 +7,7 @@ Saved tensors live in autograd/saved.py; ``saved_tensors_hooks`` is public here,
 import itertools
 import threading
 import weakref
+from collections import namedtuple
 
 import numpy as np
 
@@ -14,9 +15,25 @@ from .. import _flags, grad_mode
 from .._tensor import Tensor, _dense, view_rebase_error
 from ..utils.hooks import HookDict, add_hook
 from .profiler import begin as _begin_event, end as _end_event
-from .saved import ERR_FREED, SavedOutput, SavedTensor, saved_tensors_hooks  # noqa: F401
+from .saved import (  # noqa: F401
+    ERR_FREED,
+    SavedOutput,
+    SavedTensor,
+    allow_mutation_on_saved_tensors,
+    disable_saved_tensors_hooks,
+    saved_tensors_hooks,
+)
 
-__all__ = ["Node", "AccumulateGrad", "saved_tensors_hooks"]
+__all__ = [
+    "Node",
+    "AccumulateGrad",
+    "GradientEdge",
+    "get_gradient_edge",
+    "register_multi_grad_hook",
+    "saved_tensors_hooks",
+    "disable_saved_tensors_hooks",
+    "allow_mutation_on_saved_tensors",
+]
 
 _seq = itertools.count()
 next_seq = _seq.__next__
@@ -282,3 +299,141 @@ def grad_accumulator(t):
                 acc = AccumulateGrad(t, lock)
                 t._accum = weakref.ref(acc)
     return acc
+
+
+# ---------------------------------------------------------------------------------------------
+# The running backward (graph task) and the graph API built on it
+
+
+class _Tasks(threading.local):
+    stack = ()  # the graph tasks running in this thread, innermost last (reentrant backward)
+
+
+TASKS = _Tasks()
+_task_ids = itertools.count(1)
+
+
+class GraphTask:
+    """One backward call as the engine runs it: what ``will_engine_execute_node`` asks."""
+
+    __slots__ = ("id", "deps", "roots", "execute", "captures", "accumulate")
+
+    def __init__(self, deps, roots, execute, captures, accumulate):
+        self.id = next(_task_ids)
+        self.deps, self.roots, self.execute, self.captures = deps, roots, execute, captures
+        self.accumulate = accumulate  # backward(); False: autograd.grad()
+
+    def will_execute(self, node):
+        if not self.accumulate and type(node) is AccumulateGrad:
+            raise RuntimeError(
+                "A leaf node was passed to _will_engine_execute_node but we are currently "
+                "running autograd.grad(). This is currently not supported."
+            )
+        if node not in self.deps and node not in self.roots:
+            return False  # not in this graph
+        if self.execute is None:
+            return True
+        return node in self.execute or (self.captures is not None and node in self.captures)
+
+
+def current_graph_task_id():
+    """The id of the backward running in this thread, -1 outside backward."""
+    return TASKS.stack[-1].id if TASKS.stack else -1
+
+
+def will_engine_execute_node(node):
+    """Whether the running backward executes ``node`` (or captures its gradient)."""
+    if not TASKS.stack:
+        raise RuntimeError(
+            "_will_engine_execute_node should only be called during the backward pass"
+        )
+    return TASKS.stack[-1].will_execute(node)
+
+
+GradientEdge = namedtuple("GradientEdge", ("node", "output_nr"))
+GradientEdge.__doc__ = """The edge a gradient flows along: ``(node, output_nr)``; usable as an
+``inputs`` (or ``outputs``) entry of ``autograd.grad``."""
+
+
+def get_gradient_edge(tensor):
+    """The ``GradientEdge`` of ``tensor``: its ``grad_fn`` and output number, or its gradient
+    accumulator for a leaf (created if needed, as PyTorch)."""
+    if not tensor._requires_grad:
+        raise RuntimeError(
+            "It is not possible to get the gradient edge for a Tensor that does not require "
+            "gradients"
+        )
+    return GradientEdge(*edge(tensor))
+
+
+class _MultiHandle:
+    """Removes every per-tensor hook of a ``register_multi_grad_hook``."""
+
+    def __init__(self, handles):
+        self.handles = tuple(handles)
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+    def __getstate__(self):
+        return self.handles
+
+    def __setstate__(self, state):
+        self.handles = state
+
+
+def register_multi_grad_hook(tensors, fn, *, mode="all"):
+    """``mode="all"``: ``fn(grads)`` once per backward, after the gradient of every tensor the
+    backward reaches is computed (None for the others); ``mode="any"``: ``fn(grad)`` with the
+    first gradient computed for any of them in each backward.  Returns a removable handle."""
+    if mode not in ("all", "any"):
+        raise ValueError("Expects mode to be one of ('all', 'any') but got %s" % mode)
+    tensors = tuple(tensors)
+    lock = threading.Lock()
+    if mode == "any":
+        seen = set()
+
+        def inner_any(grad):
+            tid = current_graph_task_id()
+            with lock:
+                first = tid not in seen
+                seen.add(tid)
+            if first:
+                fn(grad)
+            return None
+
+        return _MultiHandle(t.register_hook(inner_any) for t in tensors if t._requires_grad)
+
+    count, buffers, expected = {}, {}, {}
+    nodes = [edge(t)[0] if t._requires_grad else None for t in tensors]
+
+    def make(i):
+        def inner(grad):
+            tid = current_graph_task_id()
+            with lock:
+                if tid not in count:
+                    count[tid] = 0
+                    buffers[tid] = [None] * len(tensors)
+                    expected[tid] = sum(
+                        1 for n in nodes if n is not None and will_engine_execute_node(n)
+                    )
+                buffers[tid][i] = grad
+                count[tid] += 1
+                done = count[tid] == expected[tid]
+                if done:
+                    grads = buffers.pop(tid)
+                    del count[tid], expected[tid]
+            if done:
+                fn(grads)
+            return None
+
+        return inner
+
+    return _MultiHandle(t.register_hook(make(i)) for i, t in enumerate(tensors) if t._requires_grad)

@@ -27,6 +27,7 @@ from ..ops.registry import new_node, node_class
 from .dual import DUAL, set_tangent, tangent_of, zeros_like_layout
 from .engine import conform_grads
 from .graph import SavedOutput, edge
+from .saved import MUTATION
 
 _make = Tensor._make
 
@@ -46,6 +47,8 @@ def check_inplace(self, record=None, fn=None, args=()):
     tensor), unless the op ``fn(self, *args)`` is one PyTorch allows there (``overlap_ok``).
     ``record``: the write is recorded (grad mode on and ``self`` or an operand requires
     grad)."""
+    if MUTATION:  # NOTE [mutation on saved tensors]
+        MUTATION[-1](self)
     if self._inference and not STATE.inference:
         raise RuntimeError(
             "Inplace update to inference tensor outside InferenceMode is not "

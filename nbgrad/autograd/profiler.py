@@ -12,6 +12,7 @@ import json
 import os
 import threading
 import time
+import tracemalloc
 import warnings
 
 from .. import _flags
@@ -46,6 +47,15 @@ class FunctionEvent:
         return self.end - self.start
 
     @property
+    def cpu_memory_usage(self):
+        """Bytes allocated minus bytes freed while the event ran (``profile_memory=True``)."""
+        return self.memory
+
+    @property
+    def self_cpu_memory_usage(self):
+        return self.memory - sum(c.memory for c in self.cpu_children)
+
+    @property
     def self_cpu_time_total(self):
         return self.cpu_time_total - sum(c.cpu_time_total for c in self.cpu_children)
 
@@ -74,11 +84,15 @@ class FunctionEventAvg:
         self.count = 0
         self.cpu_time_total = 0.0
         self.self_cpu_time_total = 0.0
+        self.cpu_memory_usage = 0
+        self.self_cpu_memory_usage = 0
 
     def add(self, ev):
         self.count += ev.count
         self.cpu_time_total += ev.cpu_time_total
         self.self_cpu_time_total += ev.self_cpu_time_total
+        self.cpu_memory_usage += ev.cpu_memory_usage
+        self.self_cpu_memory_usage += ev.self_cpu_memory_usage
         return self
 
     @property
@@ -97,9 +111,10 @@ class FunctionEventAvg:
 class EventList(list):
     """A list of events with PyTorch's ``table``, ``key_averages`` and ``total_average``."""
 
-    def __init__(self, events=(), *, hooks_row=True):
+    def __init__(self, events=(), *, hooks_row=True, memory=False):
         super().__init__(events)
         self._hooks_row = hooks_row
+        self._memory = memory  # profile_memory=True: the CPU Mem columns
 
     @property
     def self_cpu_time_total(self):
@@ -113,7 +128,7 @@ class EventList(list):
             if k not in groups:
                 groups[k] = FunctionEventAvg(e.key, shapes)
             groups[k].add(e)
-        out = EventList(groups.values(), hooks_row=self._hooks_row)
+        out = EventList(groups.values(), hooks_row=self._hooks_row, memory=self._memory)
         out._grouped_by_shape = group_by_input_shape
         return out
 
@@ -139,6 +154,7 @@ class EventList(list):
             header,
             getattr(self, "_grouped_by_shape", False),
             self._hooks_row,
+            self._memory,
         )
 
     def __str__(self):
@@ -153,7 +169,15 @@ def _fmt_us(us):
     return "%.3fus" % us
 
 
-def _table(events, sort_by, row_limit, name_width, header, with_shapes, hooks_row):
+def _fmt_mem(nbytes):
+    """PyTorch's memory column format (``_format_memory``)."""
+    for unit, size in (("Gb", 1024**3), ("Mb", 1024**2), ("Kb", 1024)):
+        if abs(nbytes) >= size:
+            return "%.2f %s" % (nbytes / size, unit)
+    return "%d b" % nbytes
+
+
+def _table(events, sort_by, row_limit, name_width, header, with_shapes, hooks_row, memory=False):
     rows = list(events)
     if sort_by is not None:
         key = {
@@ -161,6 +185,8 @@ def _table(events, sort_by, row_limit, name_width, header, with_shapes, hooks_ro
             "self_cpu_time_total": "self_cpu_time_total",
             "cpu_time": "cpu_time",
             "count": "count",
+            "cpu_memory_usage": "cpu_memory_usage",
+            "self_cpu_memory_usage": "self_cpu_memory_usage",
         }.get(sort_by, sort_by)
         rows.sort(key=lambda e: getattr(e, key), reverse=True)
     if row_limit is not None and row_limit >= 0:
@@ -168,7 +194,10 @@ def _table(events, sort_by, row_limit, name_width, header, with_shapes, hooks_ro
     total = sum(e.self_cpu_time_total for e in events) or 1.0
     width = max([len("Name")] + [len(e.key) for e in rows])
     width = min(width, name_width)
-    cols = ["Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg", "# of Calls"]
+    cols = ["Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"]
+    if memory:
+        cols += ["CPU Mem", "Self CPU Mem"]
+    cols.append("# of Calls")
     widths = [width] + [12] * len(cols)
     if with_shapes:
         cols.append("Input Shapes")
@@ -190,8 +219,10 @@ def _table(events, sort_by, row_limit, name_width, header, with_shapes, hooks_ro
             "%.2f%%" % (100.0 * e.cpu_time_total / total),
             _fmt_us(e.cpu_time_total),
             _fmt_us(e.cpu_time_total / max(e.count, 1)),
-            str(e.count),
         ]
+        if memory:
+            vals += [_fmt_mem(e.cpu_memory_usage), _fmt_mem(e.self_cpu_memory_usage)]
+        vals.append(str(e.count))
         if with_shapes:
             vals.append(e.input_shapes if e.input_shapes is not None else "")
         out.append(fmt(vals))
@@ -237,6 +268,8 @@ def begin(name, kind="op", shapes=None):
         _now_us(),
         shapes if prof.record_shapes else None,
     )
+    if prof.profile_memory:  # NOTE [memory events]: net bytes traced while the event runs
+        ev.memory = -tracemalloc.get_traced_memory()[0]
     if stack:
         ev.cpu_parent = stack[-1]
         stack[-1].cpu_children.append(ev)
@@ -249,6 +282,8 @@ def begin(name, kind="op", shapes=None):
 
 def end(ev):
     ev.end = _now_us()
+    if _ACTIVE and _ACTIVE[-1].profile_memory:
+        ev.memory += tracemalloc.get_traced_memory()[0]
     if _ACTIVE and _ACTIVE[-1]._nvtx is not None:
         _ACTIVE[-1]._nvtx.pop_range()
     stack = _TLS.stack
@@ -317,6 +352,7 @@ class profile:
         self._events = []
         self._function_events = None
         self._nvtx = None  # the nvtx module while emit_nvtx is active
+        self._started_tracemalloc = False
         self.entered = False
 
     def __enter__(self):
@@ -328,6 +364,9 @@ class profile:
             raise RuntimeError("Profiler is already enabled on this thread")
         self.entered = True
         self._events = []
+        if self.profile_memory and not tracemalloc.is_tracing():
+            tracemalloc.start()  # numpy reports its data allocations to tracemalloc
+            self._started_tracemalloc = True
         _ACTIVE.append(self)
         _flags.set_profiling(True)
         return self
@@ -338,7 +377,10 @@ class profile:
         _flags.set_profiling(False)
         _ACTIVE.remove(self)
         _TLS.stack = None
-        self._function_events = EventList(self._events)
+        if self._started_tracemalloc:
+            tracemalloc.stop()
+            self._started_tracemalloc = False
+        self._function_events = EventList(self._events, memory=self.profile_memory)
         return False
 
     def _check_finish(self):
@@ -394,6 +436,19 @@ class profile:
                 "args": {"Input Shapes": e.input_shapes} if e.input_shapes else {},
             }
             events.append(ev)
+            if self.profile_memory and e.memory:  # PyTorch's [memory] instant events
+                events.append(
+                    {
+                        "name": "[memory]",
+                        "ph": "i",
+                        "s": "t",
+                        "cat": "cpu_instant_event",
+                        "ts": e.end - t0,
+                        "pid": pid,
+                        "tid": e.thread,
+                        "args": {"Total Allocated": e.self_cpu_memory_usage, "Bytes": e.memory},
+                    }
+                )
         with open(path, "w") as f:
             json.dump({"traceEvents": events, "displayTimeUnit": "ms"}, f)
 

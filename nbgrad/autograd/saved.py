@@ -16,7 +16,11 @@ from ..grad_mode import STATE as GRAD_MODE
 from .anomaly_mode import STATE as ANOMALY
 from .dual import restore_tangent
 
-__all__ = ["saved_tensors_hooks"]
+__all__ = [
+    "saved_tensors_hooks",
+    "disable_saved_tensors_hooks",
+    "allow_mutation_on_saved_tensors",
+]
 
 ERR_FREED = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -30,6 +34,7 @@ class _Hooks(threading.local):
     """The open ``saved_tensors_hooks``: per thread, as PyTorch's (NOTE [mode state])."""
 
     stack = ()  # (pack, unpack) pairs, innermost last
+    disabled = None  # disable_saved_tensors_hooks' error message
 
 
 HOOKS = _Hooks()
@@ -43,6 +48,8 @@ class saved_tensors_hooks:
         self.unpack_hook = unpack_hook
 
     def __enter__(self):
+        if HOOKS.disabled is not None:
+            raise RuntimeError(HOOKS.disabled)
         HOOKS.stack += ((self.pack_hook, self.unpack_hook),)
         _flags.count_hook_context(1)
         return self
@@ -178,3 +185,103 @@ def version_error(saved, node):
         "operation: [torch.%sTensor %s]%s is at version %d; expected version %d instead. %s"
         % (dt, shape, where, saved.vc[0], saved.version, hint)
     )
+
+
+class disable_saved_tensors_hooks:
+    """Context manager (and decorator): entering ``saved_tensors_hooks`` inside it raises
+    ``RuntimeError(error_message)``; hooks already open keep working (PyTorch)."""
+
+    def __init__(self, error_message):
+        self.error_message = error_message
+
+    def __enter__(self):
+        self._prev = HOOKS.disabled
+        HOOKS.disabled = self.error_message
+        return self
+
+    def __exit__(self, *exc):
+        HOOKS.disabled = self._prev
+        return False
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with disable_saved_tensors_hooks(self.error_message):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+# NOTE [mutation on saved tensors]: inside ``allow_mutation_on_saved_tensors`` every saved
+# tensor goes through a pack hook that keeps the original; an in-place op (``check_inplace``
+# calls ``MUTATION[-1]`` first) clones each kept original sharing memory with the tensor it is
+# about to write, and backward unpacks the clone: the value at save time, with no version
+# error.  Unpacking after the context exited is PyTorch's error.  Out-of-place ``out=`` writes
+# are not intercepted (nor are they in PyTorch).
+MUTATION = []  # the open context's before-mutation callback (at most one: no nesting)
+
+
+class _AllowMutationOnSavedContext:
+    """What ``allow_mutation_on_saved_tensors`` yields: the originals and the clones."""
+
+    def __init__(self):
+        self.original = {}  # handle id -> (handle, tensor)
+        self.cloned = {}  # handle id -> clone
+        self.closed = False
+
+    def clear(self):
+        self.original.clear()
+        self.cloned.clear()
+        self.closed = True
+
+    def pack(self, t):
+        handle = _Handle()
+        self.original[id(handle)] = (handle, t)
+        return self, handle
+
+    @staticmethod
+    def unpack(packed):
+        ctx, handle = packed
+        if ctx.closed:
+            raise AssertionError(
+                "Trying to backward outside of the 'allow_mutation_on_saved_tensors' context"
+                "in which the graph was originally recorded."
+            )
+        c = ctx.cloned.get(id(handle))
+        return c if c is not None else ctx.original[id(handle)][1]
+
+    def before_mutation(self, t):
+        import numpy as np
+
+        a = t._data
+        for key, (handle, orig) in list(self.original.items()):
+            if orig is not None and np.may_share_memory(orig._data, a):
+                self.cloned[key] = Tensor._make(orig._data.copy())  # below autograd, as PyTorch
+                self.original[key] = (handle, None)
+
+
+class _Handle:
+    __slots__ = ("__weakref__",)
+
+
+class allow_mutation_on_saved_tensors:
+    """Context manager under which tensors saved for backward may be modified in place: they
+    are cloned on mutation, so backward uses the values they had when saved.  Run the forward
+    and the backward inside the same context (NOTE [mutation on saved tensors])."""
+
+    def __enter__(self):
+        if MUTATION:
+            raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
+        self.ctx = _AllowMutationOnSavedContext()
+        self._hooks = saved_tensors_hooks(self.ctx.pack, self.ctx.unpack)
+        self._hooks.__enter__()
+        MUTATION.append(self.ctx.before_mutation)
+        return self.ctx
+
+    def __exit__(self, *exc):
+        MUTATION.remove(self.ctx.before_mutation)
+        self._hooks.__exit__(*exc)
+        self.ctx.clear()
+        return False

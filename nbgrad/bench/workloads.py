@@ -358,6 +358,74 @@ def cnn_step(T, batch):
     return run
 
 
+def lstm_step(T, seq, batch, inputs, hidden):
+    """``nn.LSTM(inputs, hidden)`` over a (seq, batch, inputs) float32 sequence, forward and
+    backward of ``output.sum()`` (the weights' gradients are reset after each call)."""
+    T.manual_seed(0)
+    lstm = T.nn.LSTM(inputs, hidden)
+    x = T.tensor(_randn((seq, batch, inputs)), requires_grad=True)
+
+    def run():
+        out, _ = lstm(x)
+        out.sum().backward()
+        x.grad = None
+        for p in lstm.parameters():
+            p.grad = None
+
+    return run
+
+
+# ---------------------------------------------------------------------------------------------
+# attention
+
+
+def _requires_attention(T):
+    F = T.nn.functional
+    if not hasattr(F, "scaled_dot_product_attention") or not hasattr(T.nn, "TransformerEncoder"):
+        return "no F.scaled_dot_product_attention / nn.TransformerEncoder"
+    return None
+
+
+def sdpa_fwd_bwd(T, batch, heads, seq, head_dim, causal):
+    """``F.scaled_dot_product_attention`` on (batch, heads, seq, head_dim) float32 q, k, v,
+    then ``backward`` (the fused kernels of both libraries)."""
+    shape = (batch, heads, seq, head_dim)
+    q, k, v = (T.tensor(_randn(shape, seed=i), requires_grad=True) for i in range(3))
+    g = T.tensor(_randn(shape, seed=3))
+    sdpa = T.nn.functional.scaled_dot_product_attention
+
+    def run():
+        sdpa(q, k, v, is_causal=causal).backward(g)
+        q.grad = k.grad = v.grad = None
+
+    return run
+
+
+def transformer_step(T, batch, seq, d_model):
+    """scripts/train_tiny_transformer.py's step: token + position embeddings, a 2-layer
+    ``TransformerEncoder`` (4 heads, feed-forward 2 d_model, no dropout), a linear head per
+    position, cross-entropy, ``optim.Adam`` step."""
+    nn = T.nn
+    T.manual_seed(0)
+    tok, pos, head = nn.Embedding(10, d_model), nn.Embedding(seq, d_model), nn.Linear(d_model, 10)
+    layer = nn.TransformerEncoderLayer(d_model, 4, 2 * d_model, dropout=0.0, batch_first=True)
+    enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+    params = [p for m in (tok, pos, enc, head) for p in m.parameters()]
+    opt = T.optim.Adam(params, lr=1e-3)
+    rng = np.random.default_rng(1)
+    x = rng.integers(0, 10, (batch, seq))
+    xb, yb, positions = T.tensor(x), T.tensor(np.sort(x, 1).reshape(-1)), T.arange(seq)
+
+    def run():
+        logits = head(enc(tok(xb) + pos(positions)))
+        loss = T.nn.functional.cross_entropy(logits.reshape(-1, 10), yb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    return run
+
+
 # ---------------------------------------------------------------------------------------------
 # hooks
 
@@ -669,6 +737,46 @@ WORKLOADS = [
         {"step": cnn_step},
         full={"batch": 64},
         quick={"batch": 8},
+    ),
+    Workload(
+        "sdpa_fwd_bwd",
+        "scaled_dot_product_attention fwd+bwd, {batch}x{heads}x{seq}x{head_dim} float32",
+        "workload",
+        "ms",
+        {"call": lambda T, **p: sdpa_fwd_bwd(T, causal=False, **p)},
+        full={"batch": 4, "heads": 8, "seq": 256, "head_dim": 64},
+        quick={"batch": 1, "heads": 2, "seq": 16, "head_dim": 8},
+        requires=_requires_attention,
+    ),
+    Workload(
+        "sdpa_causal_fwd_bwd",
+        "scaled_dot_product_attention is_causal fwd+bwd, {batch}x{heads}x{seq}x{head_dim}",
+        "workload",
+        "ms",
+        {"call": lambda T, **p: sdpa_fwd_bwd(T, causal=True, **p)},
+        full={"batch": 4, "heads": 8, "seq": 256, "head_dim": 64},
+        quick={"batch": 1, "heads": 2, "seq": 16, "head_dim": 8},
+        requires=_requires_attention,
+    ),
+    Workload(
+        "transformer_step",
+        "2-layer TransformerEncoder (d_model {d_model}) Adam step, batch {batch} x {seq} tokens",
+        "workload",
+        "ms",
+        {"step": transformer_step},
+        full={"batch": 64, "seq": 8, "d_model": 64},
+        quick={"batch": 4, "seq": 4, "d_model": 8},
+        requires=_requires_attention,
+    ),
+    Workload(
+        "lstm_step",
+        "LSTM {inputs}-{hidden}, {seq} steps x batch {batch} float32, fwd+bwd",
+        "workload",
+        "ms",
+        {"step": lstm_step},
+        full={"seq": 50, "batch": 32, "inputs": 64, "hidden": 128},
+        quick={"seq": 4, "batch": 2, "inputs": 3, "hidden": 5},
+        doc="time loop of fused cell ops (nbgrad) vs PyTorch's CPU LSTM (oneDNN for float32)",
     ),
     Workload(
         "tensor_hook",

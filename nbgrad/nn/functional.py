@@ -2,6 +2,7 @@
 activations, plus what PyTorch itself composes (l1_loss, normalize, bilinear, soft-target
 cross_entropy, ...), composed the same way here so that the node names match PyTorch's."""
 
+import math
 import warnings
 
 import numpy as np
@@ -9,6 +10,7 @@ import numpy as np
 from .. import dtypes as _dt, random as _random
 from .._tensor import Tensor
 from ..autograd import inplace as _inplace
+from ..creation import _type_name
 from ..ops import pointwise_fns as _api, softmax as _softmax
 from ..ops.dispatch import (
     broadcast_error as _broadcast_error,
@@ -17,6 +19,7 @@ from ..ops.dispatch import (
 )
 from ..ops.linalg import einsum as _einsum, matmul as _matmul
 from ..ops.nn import (
+    attention as _attention,
     conv as _conv,
     embedding as _embedding,
     linear as _linear,
@@ -52,12 +55,14 @@ __all__ = [
     "log_softmax",
     "max_pool2d",
     "mse_loss",
+    "multi_head_attention_forward",
     "nll_loss",
     "normalize",
     "one_hot",
     "pad",
     "relu",
     "relu_",
+    "scaled_dot_product_attention",
     "sigmoid",
     "silu",
     "softmax",
@@ -273,6 +278,418 @@ def batch_norm(
     w = weight.reshape(C) if weight is not None and weight.ndim != 1 else weight
     b = bias.reshape(C) if bias is not None and bias.ndim != 1 else bias
     return _norm.batch_norm(x, w, b, mean, rstd, bool(training), eps)
+
+
+# ---------------------------------------------------------------------------------------------
+# attention (NOTE [attention paths] in ops/nn/attention.py)
+
+
+def _cat(tensors, dim=0):
+    return _R["cat"].fn(tensors, dim)
+
+
+def _bmm(a, b):
+    return _R["bmm"].fn(a, b)
+
+
+def _real_arg(x, fn, name):
+    """A float argument as PyTorch's parser takes one: Python and numpy numbers (bool
+    included) and one-element tensors."""
+    if isinstance(x, Tensor) and x.numel() == 1:
+        return float(x.item())
+    if not isinstance(x, (int, float, np.integer, np.floating)):
+        raise TypeError("%s(): argument '%s' must be float, not %s" % (fn, name, _type_name(x)))
+    return float(x)
+
+
+def _bool_arg(x, fn, name):
+    """A bool argument: only ``True``/``False`` (PyTorch rejects ints and numpy bools)."""
+    if not isinstance(x, bool):
+        raise TypeError("%s(): argument '%s' must be bool, not %s" % (fn, name, _type_name(x)))
+    return x
+
+
+def scaled_dot_product_attention(
+    query,
+    key,
+    value,
+    attn_mask=None,
+    dropout_p=0.0,
+    is_causal=False,
+    *,
+    scale=None,
+    enable_gqa=False,
+):
+    """softmax(query @ key^T * scale + mask) @ value over the last two dims, with PyTorch's
+    choice between its fused kernel (a Numba flash-attention kernel here: online softmax, no
+    stored attention matrix) and the composite path (dropout, 3-D inputs, masks that require
+    grad, ...).  A bool mask marks the positions that take part; a float mask is added."""
+    fn = "scaled_dot_product_attention"
+    q = _tensor_arg(query, fn, "query", 1)
+    k = _tensor_arg(key, fn, "key", 2)
+    v = _tensor_arg(value, fn, "value", 3)
+    if attn_mask is not None and not isinstance(attn_mask, Tensor):
+        raise TypeError(
+            "%s(): argument 'attn_mask' must be Tensor, not %s" % (fn, type(attn_mask).__name__)
+        )
+    dropout_p = _real_arg(dropout_p, fn, "dropout_p")
+    is_causal = _bool_arg(is_causal, fn, "is_causal")
+    if scale is not None:
+        scale = _real_arg(scale, fn, "scale")
+    enable_gqa = _bool_arg(enable_gqa, fn, "enable_gqa")
+    if not (q._dtype is k._dtype and q._dtype is v._dtype):
+        raise RuntimeError(
+            "Expected query, key, and value to have the same dtype, but got query.dtype: %s "
+            "key.dtype: %s and value.dtype: %s instead."
+            % (q._dtype.c_name, k._dtype.c_name, v._dtype.c_name)
+        )
+    if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
+        raise RuntimeError(
+            "Expected query, key, and value to all be  at least 2 dimensional, but got "
+            "query.dim: %d key.dim: %d and value.dim: %d instead." % (q.ndim, k.ndim, v.ndim)
+        )
+    if attn_mask is not None and attn_mask._dtype not in (_dt.bool, _dt.float32, q._dtype):
+        raise RuntimeError(
+            "Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+            "attn_mask.dtype: %s and  query.dtype: %s instead."
+            % (attn_mask._dtype.c_name, q._dtype.c_name)
+        )
+    if v.numel() == 0 or q.shape[-2] == 0:  # PyTorch's empty result: zeros, zero gradients
+        return _attention.sdpa_empty(q, k, v)
+    if _attention.use_fused(q, k, v, attn_mask, dropout_p, enable_gqa):
+        if dropout_p != 0.0:
+            raise RuntimeError(
+                "scaled_dot_product_attention_flash_attention: Currently do not support dropout > 0"
+            )
+        mask = _attention.additive_mask(attn_mask, q._dtype)
+        return _attention.scaled_dot_product_attention(q, k, v, mask, is_causal, scale)
+    mask = _attention.additive_mask(attn_mask, q._dtype)
+    return _attention.sdpa_math(q, k, v, mask, dropout_p, is_causal, scale, enable_gqa, dropout)
+
+
+def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):
+    """A bool mask (True = masked out, the MultiheadAttention convention) as an additive float
+    mask of ``target_type``; a float mask unchanged (PyTorch's ``F._canonical_mask``)."""
+    if mask is None:
+        return None
+    is_float = mask._dtype.is_floating_point
+    if mask._dtype is not _dt.bool and not is_float:
+        raise AssertionError("only bool and floating types of %s are supported" % mask_name)
+    if check_other and other_type is not None and mask._dtype is not other_type:
+        warnings.warn(
+            "Support for mismatched %s and %s is deprecated. Use same type for both instead."
+            % (mask_name, other_name),
+            stacklevel=2,
+        )
+    if not is_float:
+        tt = _dt.as_dtype(target_type)
+        mask = _make(np.where(mask._data, -np.inf, 0.0).astype(tt.np))
+    return mask
+
+
+def _none_or_dtype(input):
+    if input is None:
+        return None
+    if isinstance(input, Tensor):
+        return input.dtype
+    raise RuntimeError("input to _none_or_dtype() must be None or torch.Tensor")
+
+
+def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
+    """Whether the input is batched (3-D query) or not (2-D), with PyTorch's AssertionErrors."""
+    if query.ndim == 3:
+        if key.ndim != 3 or value.ndim != 3:
+            raise AssertionError(
+                "For batched (3-D) `query`, expected `key` and `value` to be 3-D but found "
+                "%d-D and %d-D tensors respectively" % (key.ndim, value.ndim)
+            )
+        if key_padding_mask is not None and key_padding_mask.ndim != 2:
+            raise AssertionError(
+                "For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D "
+                "but found %d-D tensor instead" % key_padding_mask.ndim
+            )
+        if attn_mask is not None and attn_mask.ndim not in (2, 3):
+            raise AssertionError(
+                "For batched (3-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D "
+                "but found %d-D tensor instead" % attn_mask.ndim
+            )
+        return True
+    if query.ndim == 2:
+        if key.ndim != 2 or value.ndim != 2:
+            raise AssertionError(
+                "For unbatched (2-D) `query`, expected `key` and `value` to be 2-D but found "
+                "%d-D and %d-D tensors respectively" % (key.ndim, value.ndim)
+            )
+        if key_padding_mask is not None and key_padding_mask.ndim != 1:
+            raise AssertionError(
+                "For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or 1-D "
+                "but found %d-D tensor instead" % key_padding_mask.ndim
+            )
+        if attn_mask is not None:
+            if attn_mask.ndim not in (2, 3):
+                raise AssertionError(
+                    "For unbatched (2-D) `query`, expected `attn_mask` to be `None`, 2-D or "
+                    "3-D but found %d-D tensor instead" % attn_mask.ndim
+                )
+            if attn_mask.ndim == 3:
+                expected = (num_heads, query.shape[0], key.shape[0])
+                if tuple(attn_mask.shape) != expected:
+                    raise AssertionError(
+                        "Expected `attn_mask` shape to be %s but got %s"
+                        % (expected, attn_mask.shape)
+                    )
+        return False
+    raise AssertionError(
+        "query should be unbatched 2D or batched 3D tensor but received %d-D query tensor"
+        % query.ndim
+    )
+
+
+def _in_projection_packed(q, k, v, w, b=None):
+    """q, k, v projected by the packed (3E, E) weight, with PyTorch's shortcuts (one linear for
+    self-attention, one for key and value in encoder-decoder attention)."""
+    E = q.size(-1)
+    if k is v:
+        if q is k:
+            proj = linear(q, w, b)
+            proj = proj.unflatten(-1, (3, E)).unsqueeze(0).transpose(0, -2).squeeze(-2)
+            proj = proj.contiguous()
+            return proj[0], proj[1], proj[2]
+        w_q, w_kv = w.split([E, E * 2])
+        b_q, b_kv = (None, None) if b is None else b.split([E, E * 2])
+        q_proj = linear(q, w_q, b_q)
+        kv_proj = linear(k, w_kv, b_kv)
+        kv_proj = kv_proj.unflatten(-1, (2, E)).unsqueeze(0).transpose(0, -2).squeeze(-2)
+        kv_proj = kv_proj.contiguous()
+        return q_proj, kv_proj[0], kv_proj[1]
+    w_q, w_k, w_v = w.chunk(3)
+    b_q, b_k, b_v = (None, None, None) if b is None else b.chunk(3)
+    return linear(q, w_q, b_q), linear(k, w_k, b_k), linear(v, w_v, b_v)
+
+
+def _in_projection(q, k, v, w_q, w_k, w_v, b_q=None, b_k=None, b_v=None):
+    Eq, Ek, Ev = q.size(-1), k.size(-1), v.size(-1)
+    for name, t, shape in (
+        ("query weights", w_q, (Eq, Eq)),
+        ("key weights", w_k, (Eq, Ek)),
+        ("value weights", w_v, (Eq, Ev)),
+        ("query bias", b_q, (Eq,)),
+        ("key bias", b_k, (Eq,)),
+        ("value bias", b_v, (Eq,)),
+    ):
+        if t is not None and tuple(t.shape) != shape:
+            raise AssertionError("expecting %s shape of %s, but got %s" % (name, shape, t.shape))
+    return linear(q, w_q, b_q), linear(k, w_k, b_k), linear(v, w_v, b_v)
+
+
+def multi_head_attention_forward(
+    query,
+    key,
+    value,
+    embed_dim_to_check,
+    num_heads,
+    in_proj_weight,
+    in_proj_bias,
+    bias_k,
+    bias_v,
+    add_zero_attn,
+    dropout_p,
+    out_proj_weight,
+    out_proj_bias,
+    training=True,
+    key_padding_mask=None,
+    need_weights=True,
+    attn_mask=None,
+    use_separate_proj_weight=False,
+    q_proj_weight=None,
+    k_proj_weight=None,
+    v_proj_weight=None,
+    static_k=None,
+    static_v=None,
+    average_attn_weights=True,
+    is_causal=False,
+):
+    """PyTorch's multi-head attention, step for step: in-projection, heads, masks merged, then
+    the explicit softmax(q k^T) when ``need_weights`` (it returns them) or
+    ``scaled_dot_product_attention`` otherwise, and the out-projection.  Inputs are
+    (L, N, E) (or unbatched (L, E)); returns ``(attn_output, attn_weights or None)``."""
+    is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
+    if not is_batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    key_padding_mask = _canonical_mask(
+        key_padding_mask,
+        "key_padding_mask",
+        _none_or_dtype(attn_mask),
+        "attn_mask",
+        query.dtype,
+    )
+    if is_causal and attn_mask is None:
+        raise RuntimeError(
+            "Need attn_mask if specifying the is_causal hint. You may use the Transformer "
+            "module method `generate_square_subsequent_mask` to create this mask."
+        )
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None  # SDPA applies the causal mask from the hint
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, False)
+        if key_padding_mask is not None:
+            is_causal = False
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(
+            "was expecting embedding dimension of %s, but got %s" % (embed_dim_to_check, embed_dim)
+        )
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError("embed_dim %s not divisible by num_heads %s" % (embed_dim, num_heads))
+    if use_separate_proj_weight:
+        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+            raise AssertionError(
+                "key's sequence and batch dims %s do not match value's %s"
+                % (key.shape[:2], value.shape[:2])
+            )
+    elif tuple(key.shape) != tuple(value.shape):
+        raise AssertionError(
+            "key shape %s does not match value shape %s" % (key.shape, value.shape)
+        )
+
+    if not use_separate_proj_weight:
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
+    else:
+        for name, w in (("q", q_proj_weight), ("k", k_proj_weight), ("v", v_proj_weight)):
+            if w is None:
+                raise AssertionError(
+                    "use_separate_proj_weight is True but %s_proj_weight is None" % name
+                )
+        b_q, b_k, b_v = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
+        q, k, v = _in_projection(
+            query, key, value, q_proj_weight, k_proj_weight, v_proj_weight, b_q, b_k, b_v
+        )
+
+    if attn_mask is not None:
+        if attn_mask.ndim == 2:
+            if tuple(attn_mask.shape) != (tgt_len, src_len):
+                raise RuntimeError(
+                    "The shape of the 2D attn_mask is %s, but should be %s."
+                    % (attn_mask.shape, (tgt_len, src_len))
+                )
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask.ndim == 3:
+            if tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
+                raise RuntimeError(
+                    "The shape of the 3D attn_mask is %s, but should be %s."
+                    % (attn_mask.shape, (bsz * num_heads, tgt_len, src_len))
+                )
+        else:
+            raise RuntimeError("attn_mask's dimension %d is not supported" % attn_mask.ndim)
+
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None:
+            raise AssertionError("bias cannot be added to static key.")
+        if static_v is not None:
+            raise AssertionError("bias cannot be added to static value.")
+        k = _cat([k, bias_k.repeat(1, bsz, 1)])
+        v = _cat([v, bias_v.repeat(1, bsz, 1)])
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    elif bias_k is not None:
+        raise AssertionError("bias_k is set but bias_v is None")
+    elif bias_v is not None:
+        raise AssertionError("bias_v is set but bias_k is None")
+
+    q = q.view(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    if static_k is None:
+        k = k.view(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    else:
+        _check_static(static_k, "static_k", bsz * num_heads, head_dim)
+        k = static_k
+    if static_v is None:
+        v = v.view(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    else:
+        _check_static(static_v, "static_v", bsz * num_heads, head_dim)
+        v = static_v
+
+    if add_zero_attn:
+        zeros = _make(np.zeros((bsz * num_heads, 1, head_dim), k._data.dtype))
+        k = _cat([k, zeros], 1)
+        v = _cat([v, _make(np.zeros((bsz * num_heads, 1, head_dim), v._data.dtype))], 1)
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    src_len = k.size(1)
+
+    if key_padding_mask is not None:
+        if key_padding_mask.shape[0] != bsz:
+            raise AssertionError(
+                "Expected key_padded_mask.shape[0] to be %d, but got %d"
+                % (bsz, key_padding_mask.shape[0])
+            )
+        if key_padding_mask.shape[1] != src_len:
+            raise AssertionError(
+                "Expected key_padded_mask.shape[1] to be %d, but got %d"
+                % (src_len, key_padding_mask.shape[1])
+            )
+        key_padding_mask = (
+            key_padding_mask.view(bsz, 1, 1, src_len)
+            .expand(-1, num_heads, -1, -1)
+            .reshape(bsz * num_heads, 1, src_len)
+        )
+        attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
+
+    if not training:
+        dropout_p = 0.0
+
+    if need_weights:
+        E = q.shape[2]
+        q_scaled = q * math.sqrt(1.0 / float(E))
+        if is_causal and attn_mask is None:
+            raise AssertionError("FIXME: is_causal not implemented for need_weights")
+        weights = _bmm(q_scaled, k.transpose(-2, -1))
+        if attn_mask is not None:  # PyTorch: baddbmm(attn_mask, q_scaled, k^T)
+            weights = attn_mask + weights
+        weights = softmax(weights, dim=-1)
+        if dropout_p > 0.0:
+            weights = dropout(weights, p=dropout_p)
+        out = _bmm(weights, v)
+        out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out = linear(out, out_proj_weight, out_proj_bias)
+        out = out.view(tgt_len, bsz, out.size(1))
+        weights = weights.view(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(dim=1)
+        if not is_batched:
+            out, weights = out.squeeze(1), weights.squeeze(0)
+        return out, weights
+    if attn_mask is not None:
+        if attn_mask.size(0) == 1 and attn_mask.ndim == 3:
+            attn_mask = attn_mask.unsqueeze(0)
+        else:
+            attn_mask = attn_mask.view(bsz, num_heads, -1, src_len)
+    q = q.view(bsz, num_heads, tgt_len, head_dim)
+    k = k.view(bsz, num_heads, src_len, head_dim)
+    v = v.view(bsz, num_heads, src_len, head_dim)
+    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias)
+    out = out.view(tgt_len, bsz, out.size(1))
+    if not is_batched:
+        out = out.squeeze(1)
+    return out, None
+
+
+def _check_static(t, name, n, head_dim):
+    if t.size(0) != n:
+        raise AssertionError("expecting %s.size(0) of %d, but got %d" % (name, n, t.size(0)))
+    if t.size(2) != head_dim:
+        raise AssertionError("expecting %s.size(2) of %d, but got %d" % (name, head_dim, t.size(2)))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """``nn.Parameter``: a leaf Tensor that Modules register automatically."""
 
-from .._tensor import Tensor
+from .._tensor import Tensor, _user_state, _warn_unpickled_hooks
 from ..creation import empty
 
 __all__ = ["Parameter"]
@@ -25,6 +25,23 @@ class Parameter(Tensor):
     def __deepcopy__(self, memo):
         if id(self) in memo:
             return memo[id(self)]
-        p = Parameter(Tensor._make(self._data.copy()), self.requires_grad)
+        p = Parameter(Tensor._make(self._data.copy(order="K")), self.requires_grad)
         memo[id(self)] = p
         return p
+
+    def __copy__(self):  # shares memory, as PyTorch's (its __reduce_ex__ rebuilds on self.data)
+        p = Parameter(Tensor._make(self._data), self.requires_grad)
+        p.__dict__.update(_user_state(self))
+        return p
+
+    def __reduce_ex__(self, proto):
+        _warn_unpickled_hooks(self)
+        return (_rebuild_parameter, (self.data, self.requires_grad, _user_state(self)))
+
+
+def _rebuild_parameter(data, requires_grad, state):
+    """Unpickle a Parameter (``Parameter.__reduce_ex__``; PyTorch's ``_rebuild_parameter``)."""
+    p = Parameter(data, requires_grad)
+    if state:
+        p.__dict__.update(state)
+    return p

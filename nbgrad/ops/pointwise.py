@@ -47,8 +47,8 @@ ALL = (FUNCTION, METHOD, INPLACE, OUT)
 NONE = ()  # an overload: reached through its base op's public function
 
 
-# Overloads declared here but not (yet) in REGISTRY: every registry op needs a row in
-# testing/op_db.py, which these do not have yet; tests/test_trust_pointwise.py covers them.
+# Internal pointwise ops that are not in REGISTRY (no public surface, no op_db row): the
+# differentiable conj and real part the complex backward is written with (ops/formula.py).
 UNLISTED = {}
 
 
@@ -202,7 +202,6 @@ unary(
     "RoundBackward1",
     attrs=("t", "neg"),
     variants=NONE,
-    listed=False,
     **no_complex("\"round_cpu\" not implemented for '%s'"),
 )
 unary(
@@ -290,7 +289,6 @@ pointwise(
     args=("x", "lo", "hi"),
     variants=NONE,
     saved_names=CLAMP_NAMES,
-    listed=False,
     # PyTorch's clamp_jvp: the tangent of whichever value is returned
     jvp_formula="where(lo > hi, t_hi, where(x < lo, t_lo, where(x > hi, t_hi, t_x)))",
     **CLAMP_NO_COMPLEX,
@@ -309,7 +307,6 @@ for _name, _node, _cmp in (
         args=("x", "lo"),
         variants=NONE,
         saved_names=CLAMP_NAMES,
-        listed=False,
         jvp_formula="where(x %s lo, t_x, t_lo)" % _cmp,
         **CLAMP_NO_COMPLEX,
     )
@@ -325,7 +322,6 @@ for _name, _node, _cmp in (
         args=("x", "hi"),
         variants=NONE,
         saved_names=CLAMP_NAMES,
-        listed=False,
         jvp_formula="where(x %s hi, t_x, t_hi)" % _cmp,
         **CLAMP_NO_COMPLEX,
     )
@@ -333,9 +329,7 @@ for _name, _node, _cmp in (
 binary("add", "x + y", "1", "1", "AddBackward0", numpy=np.add)
 binary("sub", "x - y", "1", "-1", "SubBackward0", numpy=np.subtract, aliases=("subtract",))
 binary("rsub", "y - x", "-1", "1", "RsubBackward1", variants=(FUNCTION,))
-binary(
-    "rsub.Tensor", "y - x", "-1", "1", "RsubBackward0", variants=NONE, listed=False
-)  # rsub(x, tensor)
+binary("rsub.Tensor", "y - x", "-1", "1", "RsubBackward0", variants=NONE)  # rsub(x, tensor)
 binary("mul", "x * y", "y", "x", "MulBackward0", numpy=np.multiply, aliases=("multiply",))
 binary(
     "div",
@@ -358,7 +352,6 @@ binary(
     "DivBackward2",
     numpy=np.floor_divide,
     variants=NONE,
-    listed=False,
     **no_complex("\"div_floor_cpu\" not implemented for '%s'"),
 )
 binary(
@@ -369,7 +362,6 @@ binary(
     "DivBackward2",
     numpy=lambda a, b: np.trunc(np.true_divide(a, b)),  # a true division, then trunc
     variants=NONE,
-    listed=False,
     **no_complex("\"div_trunc_cpu\" not implemented for '%s'"),
 )
 binary(
@@ -492,7 +484,6 @@ pointwise(  # masked_fill with a 0-d tensor value: the value gets the masked gra
     bool_args=("m",),
     variants=NONE,
     saved_names={"mask": "m"},
-    listed=False,
 )
 
 # internal: differentiable conj and real part for the complex backward (ops/formula.py); a

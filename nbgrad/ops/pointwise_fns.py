@@ -35,7 +35,7 @@ from .registry import (
 )
 
 R = REGISTRY
-U = _table.UNLISTED  # overloads without an op_db row yet (not in REGISTRY)
+U = _table.UNLISTED  # internal: conj and real for the complex backward (not in REGISTRY)
 _make = Tensor._make
 
 
@@ -67,7 +67,7 @@ def _unary(op):
     def f(input, *, out=None):
         if out is None and isinstance(input, Tensor):
             return unary(op, input)
-        return write_out(pointwise(op, (_t(input, name),)), out, name)
+        return write_out(pointwise(op, (_t(input, name),)), out, name, inputs=(input,))
 
     f.__doc__ = "Elementwise ``%s`` (see ``torch.%s``)." % (op.formula, name)
     return f
@@ -79,7 +79,9 @@ def _binary(op):
     def f(input, other, *, out=None):
         if out is None and isinstance(input, Tensor):
             return binary(op, input, other)
-        return write_out(pointwise(op, (_t(input, name), _operand(other))), out, name)
+        return write_out(
+            pointwise(op, (_t(input, name), _operand(other))), out, name, inputs=(input, other)
+        )
 
     f.__doc__ = "Elementwise ``%s`` (see ``torch.%s``)." % (op.formula, name)
     return f
@@ -99,7 +101,7 @@ def _compare(op):
         r = np.asarray(r)
         if r.ndim > 1 and any_strided((a, b)):
             r = torch_layout(r, (a, b))
-        return write_out(_make(r), out, name)
+        return write_out(_make(r), out, name, inputs=(input, other))
 
     return f
 
@@ -108,7 +110,7 @@ def _unary_nograd(op):
     uf, name = op.numpy, op.name
 
     def f(input, *, out=None):
-        return write_out(_make(np.asarray(uf(_t(input, name)._data))), out, name)
+        return write_out(_make(np.asarray(uf(_t(input, name)._data))), out, name, inputs=(input,))
 
     return f
 
@@ -131,7 +133,9 @@ def generate(op):
 def abs(input, *, out=None):  # noqa: A001
     if out is None and isinstance(input, Tensor) and not input._dtype.is_complex:
         return unary(R["abs"], input)
-    return write_out(pointwise(R["abs"], (_t(input, "abs"),)), out, "abs")  # complex: real
+    return write_out(
+        pointwise(R["abs"], (_t(input, "abs"),)), out, "abs", inputs=(input,)
+    )  # complex: real
 
 
 def div_floor(input, other):
@@ -158,13 +162,17 @@ def real(input):
 @implements("round")
 def round(input, *, decimals=None, out=None):  # noqa: A001
     if decimals is None:
-        return write_out(pointwise(R["round"], (_t(input, "round"),)), out, "round")
+        return write_out(
+            pointwise(R["round"], (_t(input, "round"),)), out, "round", inputs=(input,)
+        )
     # round.decimals (RoundBackward1, even for decimals=0): floating point only
     if not _t(input, "round")._dtype.is_inexact:
         raise NotImplementedError("\"round_cpu\" not implemented for '%s'" % input._dtype._legacy)
     d = int(decimals)
     t, neg = 10.0 ** (-d if d < 0 else d), float(d < 0)
-    return write_out(pointwise(U["round.decimals"], (input,), (t, neg)), out, "round")
+    return write_out(
+        pointwise(R["round.decimals"], (input,), (t, neg)), out, "round", inputs=(input,)
+    )
 
 
 @implements("add")
@@ -177,8 +185,8 @@ def add(input, other, *, alpha=1, out=None):
     if not isinstance(input, Tensor):
         input = _operand(input)
         if not isinstance(input, Tensor):
-            return write_out(add(other, input), out, "add")
-    return write_out(pointwise(R["add"], (input, other)), out, "add")
+            return write_out(add(other, input), out, "add", inputs=(input, other))
+    return write_out(pointwise(R["add"], (input, other)), out, "add", inputs=(input, other))
 
 
 @implements("sub")
@@ -193,7 +201,9 @@ def sub(input, other, *, alpha=1, out=None):
         )
     if alpha != 1:
         other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
-    return write_out(pointwise(R["sub"], (_t(input, "sub"), other)), out, "sub")
+    return write_out(
+        pointwise(R["sub"], (_t(input, "sub"), other)), out, "sub", inputs=(input, other)
+    )
 
 
 @implements("rsub")
@@ -203,7 +213,7 @@ def rsub(input, other, *, alpha=1):
     if alpha != 1:
         input = mul(input, alpha)
     other = _operand(other)
-    return pointwise((U["rsub.Tensor"] if isinstance(other, Tensor) else R["rsub"]), (input, other))
+    return pointwise((R["rsub.Tensor"] if isinstance(other, Tensor) else R["rsub"]), (input, other))
 
 
 @implements("mul")
@@ -212,7 +222,9 @@ def mul(input, other, *, out=None):
         return binary(R["mul"], input, other)
     if not isinstance(input, Tensor):
         input, other = other, input
-    return write_out(pointwise(R["mul"], (_t(input, "mul"), _operand(other))), out, "mul")
+    return write_out(
+        pointwise(R["mul"], (_t(input, "mul"), _operand(other))), out, "mul", inputs=(input, other)
+    )
 
 
 @implements("div")
@@ -225,7 +237,7 @@ def div(input, other, *, rounding_mode=None, out=None):
     if rounding_mode is None:
         res = pointwise(R["div"], (input, other))
     elif rounding_mode in ("trunc", "floor") and _dt.result_type(input, other).is_inexact:
-        res = pointwise(U["div." + rounding_mode], (input, other))  # DivBackward2: zero grads
+        res = pointwise(R["div." + rounding_mode], (input, other))  # DivBackward2: zero grads
     elif rounding_mode == "trunc":
         res = unary(R["trunc"], pointwise(R["div"], (input, other)).detach())
         res = _cast_int_result(res, input, other)
@@ -236,7 +248,7 @@ def div(input, other, *, rounding_mode=None, out=None):
             "div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
             "found '%s'" % rounding_mode
         )
-    return write_out(res, out, "div")
+    return write_out(res, out, "div", inputs=(input, other))
 
 
 def _cast_int_result(res, a, b):
@@ -249,15 +261,19 @@ def pow(input, exponent, *, out=None):  # noqa: A001
     if not isinstance(input, Tensor):
         # pow(Scalar, Tensor) allocates a contiguous result in PyTorch, whatever the layout
         rp = pointwise(R["rpow"], (_t(exponent, "pow"),), (input,), contiguous=True)
-        return write_out(rp, out, "pow")
+        return write_out(rp, out, "pow", inputs=(input, exponent))
     exponent = _operand(exponent)
     if isinstance(exponent, Tensor):
-        return write_out(pointwise(R["pow.Tensor"], (input, exponent)), out, "pow")
+        return write_out(
+            pointwise(R["pow.Tensor"], (input, exponent)), out, "pow", inputs=(input, exponent)
+        )
     if not input._dtype.is_inexact and isinstance(exponent, numbers.Integral) and exponent < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     if not input._dtype.is_inexact and isinstance(exponent, float):
         input = input.to(_dt._default[0])
-    return write_out(pointwise(R["pow"], (input,), (exponent,)), out, "pow")
+    return write_out(
+        pointwise(R["pow"], (input,), (exponent,)), out, "pow", inputs=(input, exponent)
+    )
 
 
 @op("square", "composite", variants=(FUNCTION, METHOD, INPLACE, OUT))
@@ -292,50 +308,68 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
         max = _as_number(max, args) if isinstance(max, Tensor) else max
     if isinstance(min, Tensor) or isinstance(max, Tensor):  # clamp.Tensor: ClampBackward0
         if min is None:
-            r = pointwise(U["clamp.Tensor_max"], (input, max))
+            r = pointwise(R["clamp.Tensor_max"], (input, max))
         elif max is None:
-            r = pointwise(U["clamp.Tensor_min"], (input, min))
+            r = pointwise(R["clamp.Tensor_min"], (input, min))
         else:
-            r = pointwise(U["clamp.Tensor"], (input, min, max))
-        return write_out(r, out, "clamp")
+            r = pointwise(R["clamp.Tensor"], (input, min, max))
+        return write_out(r, out, "clamp", inputs=(input, min, max))
     if not input._dtype.is_inexact:
         if not isinstance(min, float) and not isinstance(max, float):
-            return write_out(_make(np.clip(input._data, min, max)), out, "clamp")
+            return write_out(
+                _make(np.clip(input._data, min, max)), out, "clamp", inputs=(input, min, max)
+            )
         input = input.to(_dt._default[0])  # an int tensor clamped to a float bound is float
     lo = -math.inf if min is None else float(min)
     hi = math.inf if max is None else float(max)
-    return write_out(pointwise(R["clamp"], (input,), (lo, hi)), out, "clamp")
+    return write_out(
+        pointwise(R["clamp"], (input,), (lo, hi)), out, "clamp", inputs=(input, min, max)
+    )
 
 
 @implements("clamp_min")
 def clamp_min(input, min, *, out=None):  # noqa: A002
     if isinstance(min, Tensor):
-        return write_out(pointwise(U["clamp_min.Tensor"], (input, min)), out, "clamp_min")
+        return write_out(
+            pointwise(R["clamp_min.Tensor"], (input, min)), out, "clamp_min", inputs=(input, min)
+        )
     if not input._dtype.is_inexact:
         return clamp(input, min=min, out=out)
-    return write_out(pointwise(R["clamp_min"], (input,), (float(min),)), out, "clamp_min")
+    return write_out(
+        pointwise(R["clamp_min"], (input,), (float(min),)), out, "clamp_min", inputs=(input, min)
+    )
 
 
 @implements("clamp_max")
 def clamp_max(input, max, *, out=None):  # noqa: A002
     if isinstance(max, Tensor):
-        return write_out(pointwise(U["clamp_max.Tensor"], (input, max)), out, "clamp_max")
+        return write_out(
+            pointwise(R["clamp_max.Tensor"], (input, max)), out, "clamp_max", inputs=(input, max)
+        )
     if not input._dtype.is_inexact:
         return clamp(input, max=max, out=out)
-    return write_out(pointwise(R["clamp_max"], (input,), (float(max),)), out, "clamp_max")
+    return write_out(
+        pointwise(R["clamp_max"], (input,), (float(max),)), out, "clamp_max", inputs=(input, max)
+    )
 
 
 @implements("maximum")
 def maximum(input, other, *, out=None):
     return write_out(
-        pointwise(R["maximum"], (_t(input, "maximum"), _t(other, "maximum"))), out, "maximum"
+        pointwise(R["maximum"], (_t(input, "maximum"), _t(other, "maximum"))),
+        out,
+        "maximum",
+        inputs=(input, other),
     )
 
 
 @implements("minimum")
 def minimum(input, other, *, out=None):
     return write_out(
-        pointwise(R["minimum"], (_t(input, "minimum"), _t(other, "minimum"))), out, "minimum"
+        pointwise(R["minimum"], (_t(input, "minimum"), _t(other, "minimum"))),
+        out,
+        "minimum",
+        inputs=(input, other),
     )
 
 
@@ -349,15 +383,32 @@ def remainder(input, other, *, out=None):
         if np.any(np.asarray(b) == 0):
             raise RuntimeError("ZeroDivisionError")
     if isinstance(other, Tensor):
-        return write_out(pointwise(R["remainder.Tensor"], (input, other)), out, "remainder")
-    return write_out(pointwise(R["remainder"], (input,), (other,)), out, "remainder")
+        return write_out(
+            pointwise(R["remainder.Tensor"], (input, other)),
+            out,
+            "remainder",
+            inputs=(input, other),
+        )
+    return write_out(
+        pointwise(R["remainder"], (input,), (other,)), out, "remainder", inputs=(input, other)
+    )
 
 
 @implements("lerp")
 def lerp(input, end, weight, *, out=None):
     if isinstance(weight, Tensor):
-        return write_out(pointwise(R["lerp.Tensor"], (input, end, weight)), out, "lerp")
-    return write_out(pointwise(R["lerp"], (input, end), (float(weight),)), out, "lerp")
+        return write_out(
+            pointwise(R["lerp.Tensor"], (input, end, weight)),
+            out,
+            "lerp",
+            inputs=(input, end, weight),
+        )
+    return write_out(
+        pointwise(R["lerp"], (input, end), (float(weight),)),
+        out,
+        "lerp",
+        inputs=(input, end, weight),
+    )
 
 
 @implements("where")
@@ -372,7 +423,12 @@ def where(condition, input=None, other=None, *, out=None):
     input, other = _operand(input), _operand(other)
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         input = tensor(input, dtype=_dt.result_type(input, other))
-    return write_out(pointwise(R["where"], (condition, input, other)), out, "where")
+    return write_out(
+        pointwise(R["where"], (condition, input, other)),
+        out,
+        "where",
+        inputs=(condition, input, other),
+    )
 
 
 @implements("masked_fill")
@@ -391,7 +447,7 @@ def masked_fill(input, mask, value):
         if input._dtype.is_inexact:  # MaskedFillBackward1: the value gets a gradient too
             if value._dtype is not input._dtype:
                 value = value.to(input._dtype)
-            return pointwise(U["masked_fill.Tensor"], (input, mask, value), contiguous=True)
+            return pointwise(R["masked_fill.Tensor"], (input, mask, value), contiguous=True)
         value = value.item()
     if not input._dtype.is_inexact:
         arr = np.where(mask._data, value, input._data).astype(input._data.dtype)
@@ -418,8 +474,8 @@ def floor_divide(input, other, *, out=None):
     r = np.asarray(r).astype(dt.np, copy=False)
     if dt.is_inexact and needs_grad((input, o)):  # PyTorch: a node whose backward raises
         res = result(r, "torch::autograd::NotImplemented", (input, o), _floor_divide_vjp)
-        return write_out(res, out, "floor_divide")
-    return write_out(_make(r), out, "floor_divide")
+        return write_out(res, out, "floor_divide", inputs=(input, other))
+    return write_out(_make(r), out, "floor_divide", inputs=(input, other))
 
 
 def _floor_divide_vjp(node, grads):

@@ -349,6 +349,70 @@ OP_DB = _unary_entries() + [
         lambda x, m: np.where(m, -1.5, x),
         [(F((2, 3)), B([True, False, True]))],
     ),
+    # overloads reached through a public function (variants=NONE in the registry)
+    OpInfo(
+        "masked_fill.Tensor",
+        lambda T, x, m, v: x.masked_fill(m, v),
+        lambda x, m, v: np.where(m, v, x),
+        [(F((2, 3)), B([True, False, True]), F(()))],
+    ),
+    OpInfo(
+        "clamp.Tensor",
+        lambda T, x, lo, hi: T.clamp(x, lo, hi),
+        lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi),
+        [(F((2, 3)), F((2, 3), -2.0, -0.5), F((3,), 0.5, 2.0))],
+        gradgrad=False,
+    ),
+    OpInfo(
+        "clamp.Tensor_min",
+        lambda T, x, lo: T.clamp(x, min=lo),
+        np.maximum,
+        [(F((2, 3)), F((3,)))],
+        gradgrad=False,
+    ),
+    OpInfo(
+        "clamp.Tensor_max",
+        lambda T, x, hi: T.clamp(x, max=hi),
+        np.minimum,
+        [(F((2, 3)), F((3,)))],
+        gradgrad=False,
+    ),
+    OpInfo(
+        "clamp_min.Tensor",
+        lambda T, x, lo: T.clamp_min(x, lo),
+        np.maximum,
+        [(F((2, 3)), F((2, 1)))],
+        gradgrad=False,
+    ),
+    OpInfo(
+        "clamp_max.Tensor",
+        lambda T, x, hi: T.clamp_max(x, hi),
+        np.minimum,
+        [(F((2, 3)), F(()))],
+        gradgrad=False,
+    ),
+    OpInfo("rsub.Tensor", lambda T, x, y: T.rsub(x, y), lambda x, y: y - x, BIN[:2]),
+    OpInfo(
+        "div.floor",
+        lambda T, x, y: T.div(x, y, rounding_mode="floor"),
+        lambda x, y: np.floor(x / y),
+        [(F((3, 4)), F((3, 4), **POS))],
+        gradgrad=False,
+    ),
+    OpInfo(
+        "div.trunc",
+        lambda T, x, y: T.div(x, y, rounding_mode="trunc"),
+        lambda x, y: np.trunc(x / y),
+        [(F((3, 4)), F((3, 4), **POS))],
+        gradgrad=False,
+    ),
+    OpInfo(
+        "round.decimals",
+        lambda T, x: T.round(x, decimals=1),
+        lambda x: np.rint(x * 10.0) / 10.0,
+        [(F((3, 4)),)],
+        gradgrad=False,
+    ),
 ]
 
 CMP = [(N((3, 4)), N((3, 4))), (N((3, 1)), N((4,)))]

@@ -181,6 +181,79 @@ def np_gelu_tanh(x):
     return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
 
 
+def np_sdpa(q, k, v, mask=None, causal=False, scale=None, gqa=False):
+    """softmax(q k^T * scale + mask) v with fully masked rows giving zeros (PyTorch's
+    _safe_softmax); a bool mask marks the positions that take part."""
+    sc = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    if gqa:
+        k = np.repeat(k, q.shape[-3] // k.shape[-3], axis=-3)
+        v = np.repeat(v, q.shape[-3] // v.shape[-3], axis=-3)
+    s = q @ np.swapaxes(k, -1, -2) * sc
+    if mask is not None:
+        s = s + (np.where(mask, 0.0, -np.inf) if mask.dtype == bool else mask)
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
+    m = s.max(-1, keepdims=True)
+    dead = m == -np.inf
+    e = np.exp(s - np.where(dead, 0.0, m))
+    p = np.where(dead, 0.0, e / np.where(dead, 1.0, e.sum(-1, keepdims=True)))
+    return (p @ v).astype(q.dtype)
+
+
+def _np_sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def np_rnn(mode, x, hx, params, layers=1, bidirectional=False, batch_first=False):
+    """Reference time loop of ``_VF.lstm/gru/rnn_tanh/rnn_relu`` (no dropout): ``hx`` is h0,
+    or (h0, c0) for an LSTM; ``params`` flat as PyTorch's (w_ih, w_hh[, b_ih, b_hh][, w_hr])
+    per layer and direction.  Returns (output, h_n[, c_n])."""
+    lstm = mode == "lstm"
+    h0, c0 = hx if lstm else (hx, None)
+    D = 2 if bidirectional else 1
+    per = len(params) // (layers * D)
+    if batch_first:
+        x = x.swapaxes(0, 1)
+    hn, cn = [], []
+    inp = x
+    for layer in range(layers):
+        outs = []
+        for d in range(D):
+            k = layer * D + d
+            p = params[k * per : (k + 1) * per]
+            w_ih, w_hh = p[0], p[1]
+            b_ih, b_hh = (p[2], p[3]) if per >= 4 else (0, 0)
+            w_hr = p[-1] if lstm and per in (3, 5) else None
+            h, c = h0[k], c0[k] if lstm else None
+            out = [None] * inp.shape[0]
+            for t in reversed(range(inp.shape[0])) if d else range(inp.shape[0]):
+                xg = inp[t] @ w_ih.T + b_ih
+                hg = h @ w_hh.T + b_hh
+                if lstm:
+                    i, f, g, o = np.split(xg + hg, 4, 1)
+                    c = _np_sigmoid(f) * c + _np_sigmoid(i) * np.tanh(g)
+                    h = _np_sigmoid(o) * np.tanh(c)
+                    if w_hr is not None:
+                        h = h @ w_hr.T
+                elif mode == "gru":
+                    xr, xz, xn = np.split(xg, 3, 1)
+                    hr, hz, hn_ = np.split(hg, 3, 1)
+                    r, z = _np_sigmoid(xr + hr), _np_sigmoid(xz + hz)
+                    n = np.tanh(xn + r * hn_)
+                    h = (1 - z) * n + z * h
+                elif mode == "rnn_tanh":
+                    h = np.tanh(xg + hg)
+                else:
+                    h = np.maximum(xg + hg, 0)
+                out[t] = h
+            outs.append(np.stack(out))
+            hn.append(h)
+            cn.append(c)
+        inp = np.concatenate(outs, -1)
+    out = inp.swapaxes(0, 1) if batch_first else inp
+    return (out, np.stack(hn), np.stack(cn)) if lstm else (out, np.stack(hn))
+
+
 def _fn(name):
     """fn(T, ...) calling T.nn.functional.<name>."""
 
@@ -192,6 +265,42 @@ def _fn(name):
 
 def _F(T):
     return T.nn.functional
+
+
+def _vf_rnn(mode, layers=1, bidirectional=False, batch_first=False, has_biases=True):
+    """(fn, ref) for ``T._VF.<mode>`` over samples (x, h0[, c0], *params)."""
+
+    def split(rest):
+        if mode == "lstm":
+            return (rest[0], rest[1]), list(rest[2:])
+        return rest[0], list(rest[1:])
+
+    def fn(T, x, *rest):
+        hx, params = split(rest)
+        return getattr(T._VF, mode)(
+            x, hx, params, has_biases, layers, 0.0, False, bidirectional, batch_first
+        )
+
+    def ref(x, *rest):
+        hx, params = split(rest)
+        return np_rnn(mode, x, hx, params, layers, bidirectional, batch_first)
+
+    return fn, ref
+
+
+def _rnn_params(gates, in_size, hidden, layers=1, directions=1, bias=True, proj=0):
+    """Sample specs of the flat parameter list (weights in [-0.8, 0.8])."""
+    out = []
+    h_out = proj or hidden
+    for layer in range(layers):
+        for _ in range(directions):
+            size = in_size if layer == 0 else h_out * directions
+            out += [F((gates * hidden, size), -0.8, 0.8), F((gates * hidden, h_out), -0.8, 0.8)]
+            if bias:
+                out += [F((gates * hidden,), -0.8, 0.8), F((gates * hidden,), -0.8, 0.8)]
+            if proj:
+                out += [F((proj, hidden), -0.8, 0.8)]
+    return tuple(out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -394,6 +503,43 @@ OP_DB_NN = [
         [(I([0, 2, 2, 2, 1]), F((3, 2)))],
         grad=False,
     ),
+    # -- recurrent: the fused cells, driven through the _VF time loops (node names of the
+    # outputs are PyTorch's: Stack/Cat/Transpose; the cells' own nodes are nbgrad's) --
+    OpInfo(
+        "fused_lstm_cell",
+        *_vf_rnn("lstm"),
+        [(F((3, 2, 3)), F((1, 2, 2)), F((1, 2, 2))) + _rnn_params(4, 3, 2)],
+    ),
+    OpInfo(
+        "fused_lstm_cell",
+        *_vf_rnn("lstm", bidirectional=True, batch_first=True, has_biases=False),
+        [(F((2, 3, 3)), F((2, 2, 2)), F((2, 2, 2))) + _rnn_params(4, 3, 2, 1, 2, False)],
+    ),
+    OpInfo(
+        "fused_lstm_cell",
+        *_vf_rnn("lstm", layers=2),
+        [(F((3, 2, 3)), F((2, 2, 2)), F((2, 2, 3))) + _rnn_params(4, 3, 3, 2, proj=2)],
+    ),
+    OpInfo(
+        "fused_gru_cell",
+        *_vf_rnn("gru"),
+        [(F((3, 2, 3)), F((1, 2, 2))) + _rnn_params(3, 3, 2)],
+    ),
+    OpInfo(
+        "fused_gru_cell",
+        *_vf_rnn("gru", layers=2, bidirectional=True, batch_first=True),
+        [(F((2, 3, 2)), F((4, 2, 2))) + _rnn_params(3, 2, 2, 2, 2)],
+    ),
+    OpInfo(
+        "fused_rnn_tanh_cell",
+        *_vf_rnn("rnn_tanh", layers=2),
+        [(F((3, 2, 3)), F((2, 2, 2))) + _rnn_params(1, 3, 2, 2)],
+    ),
+    OpInfo(
+        "fused_rnn_relu_cell",
+        *_vf_rnn("rnn_relu", has_biases=False),
+        [(F((4, 2, 3)), F((1, 2, 3))) + _rnn_params(1, 3, 3, bias=False)],
+    ),
     # -- normalisation --
     OpInfo(
         "layer_norm",
@@ -532,6 +678,73 @@ OP_DB_NN = [
         ),
         lambda x, t, w, pw: np_bcel(x, t, w, pw, "sum"),
         [(F((3, 4)), F((3, 4), **PROB), N((3, 1), 0.5, 2.0), N((4,), 0.5, 2.0))],
+    ),
+    # -- scaled_dot_product_attention: the fused op (4-D), then the composite path --
+    OpInfo(
+        "scaled_dot_product_attention",
+        lambda T, q, k, v: _F(T).scaled_dot_product_attention(q, k, v),
+        np_sdpa,
+        [
+            (F((1, 2, 3, 4)), F((1, 2, 5, 4)), F((1, 2, 5, 4))),
+            (F((2, 1, 4, 3)), F((2, 1, 4, 3)), F((2, 1, 4, 3))),
+        ],
+    ),
+    OpInfo(
+        "scaled_dot_product_attention",
+        lambda T, q, k, v, m: _F(T).scaled_dot_product_attention(q, k, v, m, scale=0.7),
+        lambda q, k, v, m: np_sdpa(q, k, v, m, scale=0.7),
+        [
+            (F((1, 2, 3, 4)), F((1, 2, 5, 4)), F((1, 2, 5, 4)), N((3, 5))),
+            (F((2, 2, 3, 4)), F((2, 2, 5, 4)), F((2, 2, 5, 4)), N((2, 1, 1, 5))),
+        ],
+    ),
+    OpInfo(
+        "scaled_dot_product_attention",
+        lambda T, q, k, v, m: _F(T).scaled_dot_product_attention(q, k, v, m.bool()),
+        lambda q, k, v, m: np_sdpa(q, k, v, m.astype(bool)),
+        # a bool mask (from the int one); row 1 of the first batch is fully masked: zeros, and
+        # zero gradients
+        [
+            (
+                F((2, 1, 3, 4)),
+                F((2, 1, 5, 4)),
+                F((2, 1, 5, 4)),
+                I([[[[1, 0, 1, 1, 0], [0, 0, 0, 0, 0], [1, 1, 1, 1, 1]]], [[[0, 0, 0, 0, 1]] * 3]]),
+            )
+        ],
+    ),
+    OpInfo(
+        "scaled_dot_product_attention",
+        lambda T, q, k, v: _F(T).scaled_dot_product_attention(q, k, v, is_causal=True),
+        lambda q, k, v: np_sdpa(q, k, v, causal=True),
+        [
+            (F((1, 2, 4, 3)), F((1, 2, 4, 3)), F((1, 2, 4, 3))),
+            (F((1, 1, 3, 2)), F((1, 1, 5, 2)), F((1, 1, 5, 2))),
+        ],
+    ),
+    OpInfo(
+        "scaled_dot_product_attention",
+        lambda T, q, k, v: _F(T).scaled_dot_product_attention(q, k, v, enable_gqa=True),
+        lambda q, k, v: np_sdpa(q, k, v, gqa=True),
+        [(F((1, 4, 3, 2)), F((1, 2, 5, 2)), F((1, 2, 5, 2)))],
+    ),
+    OpInfo(
+        "nn.sdpa_math",
+        lambda T, q, k, v, m: _F(T).scaled_dot_product_attention(q, k, v, m),
+        lambda q, k, v, m: np_sdpa(q, k, v, m),
+        [(F((2, 3, 4)), F((2, 5, 4)), F((2, 5, 3)), N((3, 5)))],
+    ),
+    OpInfo(
+        "nn.sdpa_math",
+        lambda T, q, k, v, m: _F(T).scaled_dot_product_attention(q, k, v, m.bool()),
+        lambda q, k, v, m: np_sdpa(q, k, v, m.astype(bool)),
+        [(F((3, 2)), F((4, 2)), F((4, 2)), I([[1, 0, 1, 1], [0, 0, 0, 0], [1, 1, 0, 0]]))],
+    ),
+    OpInfo(
+        "nn.sdpa_math",
+        lambda T, q, k, v, m: _F(T).scaled_dot_product_attention(q, k, v, m),
+        lambda q, k, v, m: np_sdpa(q, k, v, m),
+        [(F((1, 2, 3, 2)), F((1, 2, 4, 2)), F((1, 2, 4, 2)), F((3, 4)))],  # mask requires grad
     ),
     # -- one_hot, pad, normalize --
     OpInfo(

@@ -8,7 +8,7 @@ rebuild with the new id first and removal is a ``pop``.
 import itertools
 import weakref
 
-__all__ = ["RemovableHandle", "add_hook"]
+__all__ = ["RemovableHandle", "add_hook", "unserializable_hook"]
 
 
 class RemovableHandle:
@@ -31,6 +31,14 @@ class RemovableHandle:
             d = r()
             if d is not None:
                 d.pop(self.id, None)
+
+    def __getstate__(self):  # the registries are held weakly; a pickle holds them (as PyTorch)
+        return (self.id, tuple(r() for r in self._refs))
+
+    def __setstate__(self, state):
+        self.id, dicts = state
+        self._refs = tuple(_ref(d) for d in dicts if d is not None)
+        RemovableHandle._ids = itertools.count(max(next(RemovableHandle._ids), self.id + 1))
 
     def __enter__(self):
         return self
@@ -82,3 +90,9 @@ def add_hook(registry, fn, *, prepend=False, extra=None):
     if prepend:
         prepend_to(registry, h.id)
     return h
+
+
+def unserializable_hook(f):
+    """Mark a tensor hook as not serialized on purpose: pickling its tensor does not warn."""
+    f.__torch_unserializable__ = True
+    return f

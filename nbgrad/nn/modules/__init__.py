@@ -4,6 +4,7 @@ from .activation import (
     GELU,
     LeakyReLU,  # noqa: F401
     LogSoftmax,
+    MultiheadAttention,
     ReLU,
     Sigmoid,
     SiLU,
@@ -27,7 +28,9 @@ from .loss import (
 from .module import Module  # noqa: F401
 from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm  # noqa: F401
 from .pooling import AvgPool2d, MaxPool2d  # noqa: F401
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 from .sparse import Embedding  # noqa: F401
+from .transformer import TransformerEncoder, TransformerEncoderLayer  # noqa: F401
 
 __all__ = [
     "Module",
@@ -52,6 +55,9 @@ __all__ = [
     "LeakyReLU",
     "Softmax",
     "LogSoftmax",
+    "MultiheadAttention",
+    "TransformerEncoderLayer",
+    "TransformerEncoder",
     "Flatten",
     "Sequential",
     "ModuleList",
@@ -62,4 +68,12 @@ __all__ = [
     "NLLLoss",
     "BCELoss",
     "BCEWithLogitsLoss",
+    "RNNBase",
+    "RNN",
+    "LSTM",
+    "GRU",
+    "RNNCellBase",
+    "RNNCell",
+    "LSTMCell",
+    "GRUCell",
 ]

@@ -8,6 +8,7 @@ from ..parameter import Parameter
 from .module import Module
 
 __all__ = ["Bilinear", "Identity", "Linear"]
+__all__ += ["NonDynamicallyQuantizableLinear"]
 
 
 class Identity(Module):
@@ -52,6 +53,11 @@ class Linear(Module):
             f"in_features={self.in_features}, out_features={self.out_features}, "
             f"bias={self.bias is not None}"
         )
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """A ``Linear`` under PyTorch's name for ``MultiheadAttention.out_proj`` (a marker class
+    for its quantisation tools; no behaviour of its own)."""
 
 
 class Bilinear(Module):
