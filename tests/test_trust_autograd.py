@@ -1000,6 +1000,19 @@ def test_other_writes_into_an_expanded_tensor_raise(T, case):
         EXPANDED_RAISE[case](t)
 
 
+def test_a_copy_of_the_same_data_into_an_expanded_tensor_is_a_no_op(T):
+    """PyTorch's copy_ returns early when the source is the destination's very data (same
+    address, sizes, strides), before the overlap check; the version still moves."""
+    x = T.tensor([1.0, 2.0]).expand(3, 2)
+    x.copy_(x)
+    x[0:2] = x[1:3]  # along the expanded dim these are the same memory
+    x[0] = x[2]  # no overlap in the row itself
+    assert x._version == 3
+    np.testing.assert_array_equal(arr(x), [[1.0, 2.0]] * 3)
+    with pytest.raises(RuntimeError, match=re.escape(INTERNAL)):
+        x.copy_(x.clone())
+
+
 def test_masked_fill_of_an_expanded_tensor_warns(T):
     t = T.tensor([[1.0, 2.0, 3.0]]).expand(2, 3)
     with pytest.warns(UserWarning, match="Use of masked_fill_ on expanded tensors is deprecated"):

@@ -73,7 +73,7 @@ def check_inplace(self, record=None, fn=None, args=()):
                 "a leaf Variable that requires grad is being used in an in-place operation."
             )
     a = self._data
-    if 0 in a.strides and internal_overlap(a) and (fn is None or not overlap_ok(fn, args)):
+    if 0 in a.strides and internal_overlap(a) and (fn is None or not overlap_ok(fn, args, a)):
         raise RuntimeError(_INTERNAL_OVERLAP)
 
 
@@ -94,12 +94,15 @@ _OVERLAP_EXAMPLE = {
 }
 
 
-def overlap_ok(fn, args):
-    """``fn`` (the out-of-place op behind ``x.op_()``) may write into an expanded ``x``
-    (PyTorch: fills, tril_/triu_, and masked_fill_/index_put_ with a deprecation warning)."""
+def overlap_ok(fn, args, a):
+    """``fn`` (the out-of-place op behind ``x.op_()``) may write into an expanded ``x`` (array
+    ``a``): fills, tril_/triu_, masked_fill_/index_put_ with a deprecation warning, and a copy_
+    of the very same data (PyTorch's copy_ returns before checking)."""
     name = getattr(fn, "__name__", "")
     if name == "_filled":
         return True  # fill_(Scalar) / zero_: every element gets the same value
+    if name == "_copied":
+        return isinstance(args[0], Tensor) and same_data(a, args[0]._data)
     if name not in _OVERLAP_OK:
         return False
     op = _OVERLAP_OK[name]
@@ -112,6 +115,22 @@ def overlap_ok(fn, args):
             stacklevel=5,  # the user's line: x.op_() or x[idx] = v
         )
     return True
+
+
+def same_data(dst, src):
+    """``src`` (broadcast as copy_ does) is ``dst``'s very data: same address, shape, dtype and
+    strides (over the dimensions of size > 1), PyTorch's early exit of copy_."""
+    if src.dtype != dst.dtype:
+        return False
+    while src.ndim > dst.ndim and src.shape[0] == 1:
+        src = src[0]
+    try:
+        src = np.broadcast_to(src, dst.shape)
+    except ValueError:
+        return False
+    return src.__array_interface__["data"][0] == dst.__array_interface__["data"][0] and all(
+        s == t for s, t, n in zip(src.strides, dst.strides, dst.shape) if n > 1
+    )
 
 
 def _write_overlapping(dst, new):
@@ -180,7 +199,8 @@ def _check_setitem_overlap(x, idx, value):
     except Exception:
         return None
     if 0 in target.strides and internal_overlap(target):
-        raise RuntimeError(_INTERNAL_OVERLAP)
+        if not (isinstance(value, Tensor) and value._data.ndim and same_data(target, value._data)):
+            raise RuntimeError(_INTERNAL_OVERLAP)
     if isinstance(value, Tensor) and value._data.ndim and value._data.size:
         if _overlap(_make(target), value) == "partial":
             raise RuntimeError(_OVERLAP)
