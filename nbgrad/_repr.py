@@ -139,8 +139,10 @@ def tensor_repr(t):
         )
     if arr.size and not default and d not in (_dt.int64, _dt.bool, _dt.complex128):
         suffixes.append("dtype=nbgrad." + d.name)
-    if t.grad_fn is not None:
-        suffixes.append("grad_fn=<%s>" % t.grad_fn.name().replace("torch::autograd::", ""))
+    if t._grad_fn is not None:
+        suffixes.append("grad_fn=<%s>" % t._grad_fn.name().replace("torch::autograd::", ""))
+    elif t._stale is not None:  # a view whose grad_fn PyTorch refuses to give
+        suffixes.append("grad_fn=<Invalid>")
     elif t._requires_grad:
         suffixes.append("requires_grad=True")
     out = prefix + body

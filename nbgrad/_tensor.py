@@ -9,6 +9,7 @@ NOTE [version counter]: ``_vc`` is a one-element list shared by a tensor, its vi
 import copy
 import numbers
 import operator
+import re
 import threading
 import warnings
 import weakref
@@ -38,7 +39,7 @@ class Tensor:
         "_data",
         "_dtype",
         "_requires_grad",
-        "grad_fn",
+        "_grad_fn",
         "_output_nr",
         "_vc",
         "_inference",
@@ -46,8 +47,13 @@ class Tensor:
         "__dict__",
     )
     # Rarely-set fields: class defaults, overridden per instance only when used (cheap creation).
-    _grad = _basev = _views = _accum = _hooks = _post_acc_hooks = None
+    _grad = _basev = _alias = _views = _accum = _hooks = _post_acc_hooks = None
     _retains_grad = _is_param = False
+    # a view's autograd state (NOTE [view creation meta]): how it was made, whether its
+    # requires_grad is its own (else its base's), and the grad_fn it had when it went stale
+    _cmeta = 0  # CM_DEFAULT
+    _own_rg = False
+    _stale = None
     __array_priority__ = 1000  # numpy defers to our reflected operators
 
     # -- construction ---------------------------------------------------------------------
@@ -63,7 +69,7 @@ class Tensor:
         self._data = arr
         self._dtype = _FROM_NP[arr.dtype]
         self._requires_grad = grad_fn is not None
-        self.grad_fn = grad_fn
+        self._grad_fn = grad_fn
         self._output_nr = output_nr
         self._vc = vc if vc is not None else [0]
         if base is not None:
@@ -126,7 +132,8 @@ class Tensor:
         return st[_wrap_dim(dim, self._data.ndim)]
 
     def storage_offset(self):
-        base = self._base._data if self._base is not None else self._data
+        root = storage_root(self)
+        base = root._data if root._alias is None else root._alias[1]
         return (
             self._data.__array_interface__["data"][0] - base.__array_interface__["data"][0]
         ) // self._data.itemsize
@@ -146,8 +153,26 @@ class Tensor:
         return False
 
     @property
+    def grad_fn(self):
+        """The node that made this tensor (None for a leaf).  Internals read the slot
+        ``_grad_fn``; this getter adds PyTorch's check of a stale view (NOTE [view creation
+        meta]): a view that may not follow its base's in-place change raises here."""
+        fn = self._grad_fn
+        if fn is None and self._stale is not None:
+            raise RuntimeError(view_rebase_error(self, True))
+        return fn
+
+    def _stale_fn(self):
+        """The grad_fn a stale view had (NOTE [view creation meta]); None otherwise."""
+        return self._stale[0] if self._stale is not None else None
+
+    @property
     def is_leaf(self):
-        return self.grad_fn is None
+        if self._grad_fn is not None:
+            return False
+        if self._stale is not None:
+            raise RuntimeError(view_rebase_error(self, True))
+        return True
 
     def is_floating_point(self):
         return self._dtype.is_floating_point
@@ -179,7 +204,7 @@ class Tensor:
         self.requires_grad_(bool(value))
 
     def requires_grad_(self, requires_grad=True):
-        if self.grad_fn is not None:
+        if self._grad_fn is not None or self._stale_fn() is not None:
             if not requires_grad:
                 raise RuntimeError(
                     "you can only change requires_grad flags of leaf variables. If you want to use "
@@ -194,12 +219,23 @@ class Tensor:
                 "Setting requires_grad=True on inference tensor outside "
                 "InferenceMode is not allowed."
             )
-        self._requires_grad = requires_grad
+        base = self._basev
+        if base is not None:
+            # a view's own flag; it also requires grad while its base does (PyTorch)
+            self._own_rg = requires_grad
+            self._requires_grad = requires_grad or base._requires_grad
+        else:
+            self._requires_grad = requires_grad
+            if self._views:
+                sync_views_requires_grad(self)
         return self
 
     @property
     def grad(self):
-        if self.grad_fn is not None and not self._retains_grad and self._grad is None:
+        fn = self._grad_fn
+        if fn is None and self._stale is not None:
+            fn = self._stale[0]  # a stale view counts as what it was
+        if fn is not None and not self._retains_grad and self._grad is None:
             warnings.warn(_NONLEAF_GRAD_WARNING, UserWarning, stacklevel=2)
         return self._grad
 
@@ -236,9 +272,11 @@ class Tensor:
     def retain_grad(self):
         if not self._requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-        if self.grad_fn is None or self._retains_grad:
+        if self._grad_fn is None or self._retains_grad:
+            if self._stale_fn() is not None:  # a stale view that had a grad_fn (PyTorch)
+                raise RuntimeError(view_rebase_error(self, True))
             return
-        node = self.grad_fn
+        node = self._grad_fn
         if node._retain is None:
             node._retain = {}
         node._retain[self._output_nr] = weakref.ref(self)
@@ -247,8 +285,8 @@ class Tensor:
     def register_hook(self, hook):
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        if self.grad_fn is not None:
-            return self.grad_fn._register_tensor_hook(self._output_nr, hook)
+        if self.grad_fn is not None:  # a stale view raises
+            return self._grad_fn._register_tensor_hook(self._output_nr, hook)
         if self._hooks is None:
             self._hooks = HookDict()
         return add_hook(self._hooks, hook)
@@ -256,7 +294,7 @@ class Tensor:
     def register_post_accumulate_grad_hook(self, hook):
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        if self.grad_fn is not None:
+        if self.grad_fn is not None:  # a stale view raises
             raise RuntimeError(
                 "post accumulate grad hooks cannot be registered on non-leaf tensors"
             )
@@ -265,17 +303,28 @@ class Tensor:
         return add_hook(self._post_acc_hooks, hook)
 
     def detach(self):
+        """A new leaf sharing data and version counter: no differentiable view (``_base`` is
+        None), but an alias of the tensor owning the storage (``_alias``: a weak reference to
+        it, which keeps no graph alive, and its array) whose own views follow writes through
+        any alias, as PyTorch's shared version counter makes them."""
         t = Tensor._make(self._data, vc=self._vc)
-        if self._basev is not None:  # shares storage, but is no differentiable view: untracked
-            t._basev = self._basev
-            t._detached = True
+        root = storage_root(self)
+        t._alias = (weakref.ref(root), root._data)
         return t
 
     def detach_(self):
-        if self._base is not None and self.grad_fn is not None:
-            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
-        self.grad_fn = None
+        if self._basev is not None:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using "
+                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set "
+                "as True, gradients are views of DDP buckets, and hence detach_() cannot be "
+                "called on these gradients. To fix this error, please refer to the "
+                "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution."
+            )
+        self._grad_fn = None
         self._requires_grad = False
+        if self._views:
+            sync_views_requires_grad(self)
         return self
 
     @property
@@ -403,7 +452,7 @@ class Tensor:
         return t
 
     def __deepcopy__(self, memo):
-        if self.grad_fn is not None:
+        if not self.is_leaf:  # a stale view raises
             raise RuntimeError(
                 "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
                 "protocol at the moment.  If you were attempting to deepcopy a module, this may "
@@ -449,20 +498,143 @@ def _track_view(view, base):
     holding on to its old grad_fn would silently get the gradient of the old version.  So each
     base keeps weak references to its views (pruned as it grows: amortised O(1) per view).
     As in PyTorch, any in-place write (recorded or not) to a base that requires grad, or to
-    one of its views, regenerates them.  A view made in no_grad mode is marked: an in-place op
-    through it, or on its base afterwards, is PyTorch's error.
+    one of its views, regenerates them, except the views PyTorch forbids to follow (NOTE [view
+    creation meta]).
     """
-    if not STATE.enabled:
-        view._view_no_grad = True
     views = base._views
     if views is None:
         views = base._views = _Views()
+        root = base._alias and base._alias[0]()
+        if root is not None:  # a detach()ed alias: its views follow writes via its root
+            _track_view(base, root)
     views.append(weakref.ref(view))
     if len(views) >= views.cap:
-        with _PRUNE_LOCK:  # one pruner at a time; views appended meanwhile are kept
-            n = len(views)
-            views[:n] = [r for r in views[:n] if r() is not None]
-            views.cap = max(64, 2 * len(views))
+        prune_views(views)
+
+
+def prune_views(views):
+    """Drop the dead references of a base's view list."""
+    with _PRUNE_LOCK:  # one pruner at a time; views appended meanwhile are kept
+        n = len(views)
+        views[:n] = [r for r in views[:n] if r() is not None]
+        views.cap = max(64, 2 * len(views))
+
+
+# NOTE [view creation meta]: PyTorch's CreationMeta, how a view was made; a view made any other
+# way than DEFAULT may not follow an in-place change.  NO_GRAD: made with grad mode off;
+# INFERENCE: made in inference mode; MULTI_OUTPUT: an output of split/chunk/unbind (their node
+# returns several views); CUSTOM_FUNCTION: a view returned by a custom autograd Function.  A
+# view of such a view keeps its meta (a stricter new one wins, INFERENCE always).  In-place on
+# such a view with the write recorded raises (autograd/inplace.py: check_inplace); after an
+# in-place change of its base or of another view (any write: the version counter moved), it is
+# *stale* (``_stale``: the grad_fn it had): its ``grad_fn``/``is_leaf`` and using it in a
+# recorded op raise, forever, as PyTorch's grad_fn getter does.  A view without a grad_fn
+# (made under no_grad, or of a tensor not requiring grad) requires grad while its base does and
+# gets no gradient accumulator of its own (its .grad stays None), unless ``requires_grad_()`` was
+# called on it (``_own_rg``).
+CM_DEFAULT, CM_CUSTOM_FUNCTION, CM_MULTI_OUTPUT, CM_NO_GRAD, CM_INFERENCE = range(5)
+
+_VIEW_SUFFIX = {
+    CM_MULTI_OUTPUT: " This view is the output of a function that returns multiple views. Such "
+    "functions do not allow the output views to be modified inplace. You should replace the "
+    "inplace operation by an out-of-place one.",
+    CM_NO_GRAD: " Given that this use case is ambiguous and error-prone, it is forbidden. You can "
+    "clarify your code by moving both the view and the inplace either both inside the no_grad "
+    "block (if you don't want the inplace to be tracked) or both outside (if you want the "
+    "inplace to be tracked).",
+    CM_INFERENCE: " Given that this use case is ambiguous and error-prone, it is forbidden. You "
+    "can clarify your code by moving both the view and the inplace either both inside the "
+    "inference_mode block (if you don't want the inplace to be tracked) or both outside (if you "
+    "want the inplace to be tracked).",
+    CM_CUSTOM_FUNCTION: " This view was created inside a custom Function (or because an input "
+    "was returned as-is) and the autograd logic to handle view+inplace would override the custom "
+    "backward associated with the custom Function, leading to incorrect gradients. This behavior "
+    "is forbidden. You can fix this by cloning the output of the custom Function.",
+}
+
+
+def storage_root(t):
+    """The tensor owning ``t``'s storage: its base, or the tensor it was ``detach()``ed from
+    (while that lives)."""
+    while True:
+        b = t._basev
+        if b is None:
+            a = t._alias
+            b = a and a[0]()
+            if b is None:
+                return t
+        t = b
+
+
+def view_base(x):
+    """The base of a view of ``x``: x's base, or x itself (also for a ``detach()``ed alias,
+    which is no differentiable view)."""
+    b = x._basev
+    return x if b is None else b
+
+
+def view_meta(t, x, base, multi):
+    """Creation meta, requires_grad and inference flag of ``t``, a new view of ``x`` (whose base
+    is ``base``): the slow path of view creation (grad mode off, inference, a view of a view
+    with a non-default meta, or a multi-output view)."""
+    if STATE.inference:
+        cm = CM_INFERENCE
+    elif not STATE.enabled:
+        cm = CM_NO_GRAD
+    else:
+        cm = CM_MULTI_OUTPUT if multi else CM_DEFAULT
+    prev = x._cmeta if x._basev is not None else CM_DEFAULT
+    if cm == CM_DEFAULT or prev == CM_INFERENCE:
+        cm = prev
+    if cm:
+        t._cmeta = cm
+    if t._grad_fn is None and base._requires_grad:
+        t._requires_grad = True
+    if t._inference != x._inference:  # a view of a normal tensor stays normal (PyTorch)
+        t._inference = x._inference
+
+
+def view_rebase_error(t, indirect):
+    """PyTorch's error (handle_view_on_rebase) for view ``t`` with a non-default creation meta:
+    modified in place itself, or (``indirect``) after its base or another view was."""
+    cm = t._cmeta
+    fn = t._stale[0] if t._stale is not None else t._grad_fn
+    what = "its base or another view of its base has been" if indirect else "is being"
+    name = fn and re.sub(r"Backward\d*$", "", fn.name())
+    if cm in (CM_NO_GRAD, CM_INFERENCE) or fn is None:
+        if fn is not None:
+            prefix = "Output %d of %s is a view of a view which was created in" % (
+                t._output_nr,
+                name,
+            )
+        else:
+            prefix = "A view was created in"
+        if cm == CM_INFERENCE:
+            msg = "%s inference mode and %s modified inplace in normal mode." % (prefix, what)
+        else:
+            msg = "%s no_grad mode and %s modified inplace with grad mode enabled." % (prefix, what)
+    else:
+        msg = "Output %d of %s is a view and %s modified inplace." % (t._output_nr, name, what)
+    return msg + _VIEW_SUFFIX[cm]
+
+
+def sync_views_requires_grad(base):
+    """``base``'s requires_grad changed: its views without a grad_fn follow (PyTorch computes a
+    view's requires_grad from its base's), and those written in place meanwhile now follow that
+    write (autograd/inplace.py: ``refresh_views``)."""
+    moved = False
+    for ref in list(base._views):
+        v = ref()
+        if v is None or v._basev is not base or v._grad_fn is not None:
+            continue
+        if v._stale is not None and v._stale[0] is not None:
+            continue
+        v._requires_grad = v._own_rg or base._requires_grad
+        moved = moved or "_moved" in v.__dict__
+    if moved and base._requires_grad:
+        from .autograd.inplace import refresh_views  # cycle: inplace sits above the tensor
+
+        refresh_views(base, None, True)
 
 
 class Size(tuple):

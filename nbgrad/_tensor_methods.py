@@ -354,15 +354,28 @@ def zero_(self):
     return inplace(self, _filled, 0, "ZeroBackward0")
 
 
+def _fill_t_vjp(node, grads):
+    """fill_(Tensor): self gets zero_'s gradient, the value the sum of the gradient."""
+    gv = grads[0].sum() if node.next_functions[1][0] is not None else None
+    return (_fill_vjp(node, grads)[0], gv)
+
+
+def _filled_t(self, value):
+    arr = np.full(self._data.shape, value._data, self._data.dtype)
+    return result(arr, "FillBackward3", (self, value), _fill_t_vjp)
+
+
 def fill_(self, value):
+    """PyTorch's fill_.Scalar (FillBackward2) and fill_.Tensor (FillBackward3: the 0-d value
+    gets a gradient; an expanded ``self`` is refused, as a copy)."""
     if isinstance(value, Tensor):
         if value._data.ndim:
             raise RuntimeError(
                 "fill_ only supports 0-dimension value tensor but got tensor with "
                 "%d dimensions." % value._data.ndim
             )
-        value = value.item()
-    return inplace(self, _filled, value, "FillBackward0")
+        return inplace(self, _filled_t, value)
+    return inplace(self, _filled, value, "FillBackward2")
 
 
 def _copy_vjp(node, grads):

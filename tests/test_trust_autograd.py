@@ -657,6 +657,470 @@ def test_custom_function_view_outputs_cannot_be_modified_in_place(T):
 
 
 # ---------------------------------------------------------------------------------------------
+# How a view was made (PyTorch's CreationMeta): views made under no_grad, outputs of
+# split/chunk/unbind, views of views; stale views; detach() aliases
+
+NO_GRAD_BASE_MODIFIED = (
+    "A view was created in no_grad mode and its base or another view of its base has been "
+    "modified inplace with grad mode enabled. Given that this use case is ambiguous and "
+    "error-prone, it is forbidden. You can clarify your code by moving both the view and the "
+    "inplace either both inside the no_grad block (if you don't want the inplace to be tracked) "
+    "or both outside (if you want the inplace to be tracked)."
+)
+MULTI_SUFFIX = (
+    " This view is the output of a function that returns multiple views. Such functions do not "
+    "allow the output views to be modified inplace. You should replace the inplace operation "
+    "by an out-of-place one."
+)
+NO_GRAD_VIEWS = {
+    "getitem": lambda v: v[0],
+    "narrow": lambda v: v.narrow(0, 0, 1),
+    "t": lambda v: v.t(),
+    "transpose": lambda v: v.transpose(0, 1),
+    "permute": lambda v: v.permute(1, 0),
+    "view": lambda v: v.view(4),
+    "reshape": lambda v: v.reshape(4),
+    "expand": lambda v: v.expand(3, 2, 2),
+    "unsqueeze": lambda v: v.unsqueeze(0),
+    "squeeze": lambda v: v[:1].squeeze(0),
+    "split": lambda v: v.split(1)[0],
+    "chunk": lambda v: v.chunk(2)[1],
+    "unbind": lambda v: v.unbind()[1],
+}
+
+
+@pytest.mark.parametrize("make", list(NO_GRAD_VIEWS))
+def test_a_no_grad_view_requires_grad_as_its_root_base(T, make):
+    """PyTorch: a view without a grad_fn requires grad while its *root* base does, not as the
+    tensor it was taken from: a requires-grad leaf view of a tensor that does not require grad
+    gives views that do not."""
+    x = T.ones(2, 2, requires_grad=True)
+    with T.no_grad():
+        v = NO_GRAD_VIEWS[make](x)
+    assert v.requires_grad and v.is_leaf and v.grad_fn is None
+    leaf_view = T.ones(4).view(2, 2).requires_grad_()
+    with T.no_grad():
+        w = NO_GRAD_VIEWS[make](leaf_view)
+    assert not w.requires_grad and w.is_leaf
+    plain = T.ones(2, 2)
+    with T.no_grad():
+        u = NO_GRAD_VIEWS[make](plain)
+    assert not u.requires_grad
+    plain.requires_grad_()  # computed from the base, when asked
+    assert u.requires_grad
+    plain.requires_grad_(False)
+    assert not u.requires_grad
+
+
+def test_a_no_grad_view_gets_no_gradient_of_its_own(T):
+    x = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    w = T.tensor([1.0, 1.0], requires_grad=True)
+    with T.no_grad():
+        v = x[1:]
+        e = T.broadcast_to(x[:1], (2,))
+    assert (v * 2).grad_fn.next_functions == ((None, 0), (None, 0))
+    y = v * 2 + e + w
+    y.sum().backward()
+    assert v.grad is None and e.grad is None and x.grad is None
+    np.testing.assert_array_equal(arr(w.grad), [1.0, 1.0])
+    v.requires_grad_(True)  # its own flag: now a leaf of its own
+    (v * 3).sum().backward()
+    np.testing.assert_array_equal(arr(v.grad), [3.0, 3.0])
+    assert x.grad is None
+
+
+def _stale_views(T):
+    x = T.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    y = x * 1
+    with T.no_grad():
+        nograd = y[:2]
+    split = y.split(2)[1]
+    y.mul_(2)
+    return x, y, nograd, split
+
+
+def test_stale_views_refuse_their_grad_fn(T):
+    """After an in-place change of their base, a no_grad view and an output of split raise
+    when their grad_fn is read (also by is_leaf, or by using them in a recorded op), forever;
+    PyTorch prints them with grad_fn=<Invalid>.  The base itself is fine."""
+    x, y, nograd, split = _stale_views(T)
+    split_msg = (
+        "Output 1 of Split is a view and its base or another view of its base has been "
+        "modified inplace." + MULTI_SUFFIX
+    )
+    for v, msg in ((nograd, NO_GRAD_BASE_MODIFIED), (split, split_msg)):
+        assert v.requires_grad
+        for _ in range(2):
+            with pytest.raises(RuntimeError, match=re.escape(msg)):
+                v.grad_fn
+            with pytest.raises(RuntimeError, match=re.escape(msg)):
+                v.is_leaf
+        assert "grad_fn=<Invalid>" in repr(v)
+        with pytest.raises(RuntimeError, match=re.escape(msg)):
+            v * 2
+        with pytest.raises(RuntimeError, match=re.escape(msg)):
+            v[:1]
+        with pytest.raises(RuntimeError, match=re.escape(msg)):
+            v.register_hook(lambda g: g)
+        with T.no_grad():
+            np.testing.assert_array_equal(arr(v * 1), arr(y[:2] if v is nograd else y[2:]))
+    nograd.retain_grad()  # it had no grad_fn: a leaf to retain_grad (PyTorch)
+    with pytest.raises(RuntimeError, match=re.escape(split_msg)):
+        split.retain_grad()
+    y.sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [2.0, 2.0, 2.0, 2.0])
+
+
+def test_outputs_of_split_go_stale_after_any_write(T):
+    """Also an unrecorded write through the view itself, or a write into a tensor that did not
+    require grad before (its split outputs then require grad, but cannot follow)."""
+    x = T.tensor([[1.0], [2.0]], requires_grad=True)
+    p = x.chunk(3, 0)[1]
+    with T.no_grad():
+        p.clamp_(-0.5, 0.5)
+    with pytest.raises(RuntimeError, match="Output 1 of Split is a view and its base"):
+        p.is_leaf
+    base = T.ones(3, dtype=T.float64)
+    q = base.chunk(3, 0)[2]
+    assert not q.requires_grad
+    base.sub_(T.tensor([1.0], dtype=T.float64, requires_grad=True), alpha=2)
+    assert q.requires_grad
+    msg = "A view was created in no_grad mode and its base or another view of its base has been"
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape(msg + " modified inplace with grad mode enabled." + MULTI_SUFFIX),
+    ):
+        q.grad_fn
+
+
+@pytest.mark.parametrize("op", ["div_", "iadd", "imul"])
+def test_inplace_on_a_split_output_of_a_tensor_without_grad_raises(T, op):
+    """An output of split/chunk/unbind cannot be written in place with a recorded write even
+    when it has no grad_fn (made from a tensor that does not require grad)."""
+    a = T.tensor([[1.0], [2.0]], dtype=T.float64)
+    p = a.chunk(2, 0)[0]
+    w = T.tensor([[2.0]], dtype=T.float64, requires_grad=True)
+    msg = (
+        "A view was created in no_grad mode and is being modified inplace with grad mode "
+        "enabled." + MULTI_SUFFIX
+    )
+    with pytest.raises(RuntimeError, match=re.escape(msg)):
+        if op == "div_":
+            p.div_(w)
+        elif op == "iadd":
+            p += w
+        else:
+            p *= w
+    p.mul_(2)  # not recorded: allowed
+    np.testing.assert_array_equal(arr(a), [[2.0], [2.0]])
+    with T.no_grad():
+        s = a.split(1)[0]
+    msg = "A view was created in no_grad mode and is being modified inplace with grad mode enabled."
+    with pytest.raises(RuntimeError, match=re.escape(msg + " Given that")):
+        s.mul_(w)
+
+
+def test_a_view_of_a_no_grad_view_keeps_its_creation_meta(T):
+    x = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 1
+    with T.no_grad():
+        v = y[:2]
+    w = v[:1]  # grad mode: a SliceBackward0, but still a view made in no_grad mode
+    assert w.grad_fn.name() == "SliceBackward0"
+    msg = (
+        "Output 0 of Slice is a view of a view which was created in no_grad mode and is being "
+        "modified inplace with grad mode enabled."
+    )
+    with pytest.raises(RuntimeError, match=re.escape(msg)):
+        w.mul_(2)
+    u = y.split(2)[0][:1]
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape(
+            "Output 0 of Slice is a view and is being modified inplace." + MULTI_SUFFIX
+        ),
+    ):
+        u.mul_(2)
+
+
+def test_views_made_in_inference_mode(T):
+    x = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 1
+    with T.inference_mode():
+        v = y[:2]
+        s = y.split(1)[0]
+    assert not v.is_inference() and v.requires_grad and v.grad_fn is None
+    msg = "A view was created in inference mode and is being modified inplace in normal mode."
+    for t in (v, s):
+        with pytest.raises(RuntimeError, match=re.escape(msg)):
+            t.mul_(2)
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match="A view was created in inference mode and its base"):
+        v.grad_fn
+
+
+def test_a_view_of_an_empty_base_follows_an_inplace(T):
+    x = T.zeros((1, 0), dtype=T.float64, requires_grad=True)
+    y = T.softmax(x, -2)
+    v = y.flatten()
+    y.pow_(2)
+    assert v.grad_fn.name() == "AsStridedBackward0"
+
+
+def test_views_follow_a_write_made_before_their_base_required_grad(T):
+    """PyTorch's getter compares versions when asked: a view of a tensor written in place before
+    it started to require grad follows that write then (or is stale), a newer view does not."""
+    b = T.zeros(3)
+    v = b[:2]
+    with T.no_grad():
+        u = b[1:]
+    b.add_(1)
+    w = b[1:]
+    b.requires_grad_()
+    assert v.grad_fn.name() == "AsStridedBackward0" and v.requires_grad
+    assert w.grad_fn is None and w.requires_grad
+    with pytest.raises(RuntimeError, match=re.escape(NO_GRAD_BASE_MODIFIED)):
+        u.grad_fn
+
+
+def test_copyslices_selects_the_overwritten_region(T):
+    """The base's gradient in the region written through a view is the op's gradient, copied
+    in (PyTorch), so a NaN of the overwritten values' gradient does not leak into it."""
+    x = T.tensor([[[1.0]]], dtype=T.float64, requires_grad=True)
+    y = T.triu(x, -1)
+    v = y[None, ...]
+    v[0] = T.tensor([[[1.0]]], dtype=T.float64)
+    (v * T.tensor([[[[1.0], [float("nan")]]]], dtype=T.float64)).sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [[[0.0]]])
+    x = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 1
+    y[1:].mul_(2)
+    (y * T.tensor([float("inf"), 1.0, 2.0])).sum().backward()
+    np.testing.assert_array_equal(arr(x.grad), [float("inf"), 2.0, 4.0])
+
+
+def test_views_follow_writes_through_detached_aliases(T):
+    """detach() shares the version counter: a write through the alias makes the other views
+    follow (regenerated, or stale for split outputs), but no CopySlices lands on the original;
+    a detached tensor is no view."""
+    x = T.tensor([[1.0, 2.0]], requires_grad=True)
+    d = x.detach()
+    assert d._base is None and not d._is_view()
+    u = x.unsqueeze(0)
+    p = x.split(1, 1)[0]
+    d[0] = T.tensor([5.0, 6.0], requires_grad=True)
+    assert u.grad_fn.name() == "AsStridedBackward0"
+    with pytest.raises(RuntimeError, match="Output 0 of Split is a view and its base"):
+        p.grad_fn
+    assert d.grad_fn.name() == "torch::autograd::CopySlices" and x.is_leaf
+    y = x * 1
+    v = y[0, :1]
+    dv = v.detach()
+    dv.mul_(T.tensor([3.0], requires_grad=True))
+    assert dv.grad_fn.name() == "MulBackward0" and y.grad_fn.name() == "MulBackward0"
+    assert v.grad_fn.name() == "AsStridedBackward0"
+    leaf_view = y.detach().requires_grad_()
+    w = leaf_view.t()
+    with T.no_grad():
+        y[0, 1:].fill_(0.0)  # w's grad_fn reads leaf_view's accumulator again
+    assert w.grad_fn.name() == "AsStridedBackward0"
+    (w * 2).sum().backward()
+    np.testing.assert_array_equal(arr(leaf_view.grad), [[2.0, 2.0]])
+
+
+def test_detach_keeps_no_graph_alive():
+    import gc
+    import weakref
+
+    x = nbgrad.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    v = y[1:]
+    ref = weakref.ref(y)
+    d, dv = y.detach(), v.detach()
+    del y, v
+    gc.collect()
+    assert ref() is None
+    assert dv.storage_offset() == 1 and dv[1:].storage_offset() == 2 and d.storage_offset() == 0
+
+
+def test_detach_in_place_refuses_views(T):
+    msg = "Can't detach views in-place. Use detach() instead. If you are using DistributedDataPa"
+    v = T.zeros(3)[1:]
+    with pytest.raises(RuntimeError, match=re.escape(msg)):
+        v.detach_()
+    v.detach().detach_()  # a detached alias is no view
+
+
+# ---------------------------------------------------------------------------------------------
+# Writes into expanded tensors (internal overlap), fill_ and whole-tensor setitem
+
+INTERNAL = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single "
+    "memory location. Please clone() the tensor before performing the operation."
+)
+EXPANDED_OK = {
+    "zero_": lambda t: t.zero_(),
+    "fill_": lambda t: t.fill_(2.5),
+    "tril_": lambda t: t.tril_(),
+    "triu_": lambda t: t.triu_(1),
+    "setitem_row": lambda t: t.__setitem__(0, 7.0),
+}
+EXPANDED_RAISE = {
+    "fill_tensor": lambda t: t.fill_(t.new_tensor(2.0)),
+    "add_": lambda t: t.add_(1),
+    "mul_": lambda t: t.mul_(2),
+    "copy_": lambda t: t.copy_(t.new_zeros(3, 3)),
+    "clamp_": lambda t: t.clamp_(0, 1),
+    "setitem_slice": lambda t: t.__setitem__(slice(0, 2), 7.0),
+    "setitem_column": lambda t: t.__setitem__((slice(None), 0), 7.0),
+    "setitem_all": lambda t: t.__setitem__(Ellipsis, 7.0),
+}
+
+
+@pytest.mark.parametrize("case", list(EXPANDED_OK))
+def test_fills_of_an_expanded_tensor_are_allowed(T, case):
+    """PyTorch fills and tril_/triu_ an expanded tensor; a memory location shared by several
+    elements ends up written when any of them is (its element loop)."""
+    t = T.tensor([[1.0, 2.0, 3.0]]).expand(3, 3)
+    EXPANDED_OK[case](t)
+    want = {
+        "zero_": [0.0, 0.0, 0.0],
+        "fill_": [2.5, 2.5, 2.5],
+        "tril_": [1.0, 0.0, 0.0],
+        "triu_": [0.0, 0.0, 0.0],
+        "setitem_row": [7.0, 7.0, 7.0],
+    }[case]
+    np.testing.assert_array_equal(arr(t), [want] * 3)
+
+
+@pytest.mark.parametrize("case", list(EXPANDED_RAISE))
+def test_other_writes_into_an_expanded_tensor_raise(T, case):
+    t = T.tensor([[1.0, 2.0, 3.0]]).expand(3, 3)
+    with pytest.raises(RuntimeError, match=re.escape(INTERNAL)):
+        EXPANDED_RAISE[case](t)
+
+
+def test_a_copy_of_the_same_data_into_an_expanded_tensor_is_a_no_op(T):
+    """PyTorch's copy_ returns early when the source is the destination's very data (same
+    address, sizes, strides), before the overlap check; the version still moves."""
+    x = T.tensor([1.0, 2.0]).expand(3, 2)
+    x.copy_(x)
+    x[0:2] = x[1:3]  # along the expanded dim these are the same memory
+    x[0] = x[2]  # no overlap in the row itself
+    assert x._version == 3
+    np.testing.assert_array_equal(arr(x), [[1.0, 2.0]] * 3)
+    with pytest.raises(RuntimeError, match=re.escape(INTERNAL)):
+        x.copy_(x.clone())
+
+
+def test_masked_fill_of_an_expanded_tensor_warns(T):
+    t = T.tensor([[1.0, 2.0, 3.0]]).expand(2, 3)
+    with pytest.warns(UserWarning, match="Use of masked_fill_ on expanded tensors is deprecated"):
+        t.masked_fill_(T.tensor([True, False, True]), 5.0)
+    np.testing.assert_array_equal(arr(t), [[5.0, 2.0, 5.0]] * 2)
+    with pytest.warns(UserWarning, match="Use of index_put_ on expanded tensors is deprecated"):
+        t[T.tensor([True, False])] = 0.0
+    np.testing.assert_array_equal(arr(t), [[0.0, 0.0, 0.0]] * 2)
+
+
+def test_zero_of_an_expanded_leaf_view(T):
+    x = T.tensor([[1.0]], dtype=T.float64).expand((2, 1)).requires_grad_()
+    with T.no_grad():
+        x.zero_()
+    np.testing.assert_array_equal(arr(x), [[0.0], [0.0]])
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
+        x.zero_()  # grad mode: the leaf-view error comes first
+
+
+def test_backward_through_a_fill_of_an_expanded_view_raises(T):
+    x = T.ones(1, requires_grad=True)
+    y = x * 1
+    e = y.expand(3)
+    e.fill_(2.0)
+    assert e.grad_fn.name() == "AsStridedBackward0"
+    with pytest.raises(RuntimeError, match=re.escape(INTERNAL)):
+        y.sum().backward()
+
+
+def test_fill_node_names_and_the_fill_value_gradient(T):
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    assert (x * 1).fill_(2).grad_fn.name() == "FillBackward2"
+    assert (x * 1).zero_().grad_fn.name() == "ZeroBackward0"
+    v = T.tensor(3.0, requires_grad=True)
+    y = (x * 1).fill_(v)
+    assert y.grad_fn.name() == "FillBackward3"
+    (y * T.tensor([2.0, 5.0])).sum().backward()
+    assert v.grad.item() == 7.0
+    np.testing.assert_array_equal(arr(x.grad), [0.0, 0.0])
+    with pytest.raises(RuntimeError, match="fill_ only supports 0-dimension value tensor"):
+        (x * 1).fill_(T.ones(1))
+
+
+SETITEM_NODES = [
+    ((), Ellipsis, "CopyBackwards"),  # 0-d: the scalar becomes a 0-d tensor of the same size
+    ((), (), "CopyBackwards"),
+    ((), None, "CopySlices"),
+    ((2,), Ellipsis, "FillBackward3"),
+    ((2,), slice(None), "FillBackward3"),
+    ((2,), slice(0, 100), "FillBackward3"),
+    ((2,), slice(-5, None), "CopySlices"),  # PyTorch only skips a literal 0 start
+    ((2,), (Ellipsis, slice(None)), "FillBackward3"),
+    ((2,), 0, "CopySlices"),
+    ((2, 3), (slice(None), slice(0, 3)), "FillBackward3"),
+    ((2, 3), (slice(None), 0), "CopySlices"),
+]
+
+
+@pytest.mark.parametrize("shape,idx,name", SETITEM_NODES, ids=[repr(c[1]) for c in SETITEM_NODES])
+def test_setitem_of_the_whole_tensor_writes_the_tensor_itself(T, shape, idx, name):
+    """PyTorch's setitem with indices that keep the whole tensor (Ellipsis, full slices) writes
+    the tensor itself (copy_ or a fill_ with a 0-d value), else a view of it (CopySlices)."""
+    x = T.ones(shape, requires_grad=True)
+    y = x * 1
+    y[idx] = 3.0
+    assert y.grad_fn.name() == "torch::autograd::" * (name.startswith("Copy")) + name
+    assert y._version == 1
+
+
+def test_setitem_of_the_whole_tensor_with_a_tensor_value(T):
+    x = T.ones(2, 3, requires_grad=True)
+    chains = {}
+    for shape in [(3,), (1, 3), (2, 3), (1, 2, 3), (2, 1)]:
+        v = T.ones(shape, requires_grad=True)
+        y = x * 1
+        y[...] = v
+        n, chain = y.grad_fn.next_functions[1][0], []
+        while n.name() != "torch::autograd::AccumulateGrad":
+            chain.append(n.name())
+            n = n.next_functions[0][0]
+        chains[shape] = (y.grad_fn.name(), chain)
+        (y * T.arange(6.0).view(2, 3)).sum().backward()
+        want = np.arange(6.0).reshape(2, 3)
+        np.testing.assert_array_equal(
+            arr(v.grad),
+            want.reshape(shape)
+            if v.numel() == 6
+            else want.sum(0).reshape(shape)
+            if shape[-1] == 3
+            else want.sum(1).reshape(shape),
+        )
+    copy = "torch::autograd::CopyBackwards"
+    assert chains == {
+        (3,): (copy, ["ExpandBackward0", "ViewBackward0"]),
+        (1, 3): (copy, ["ExpandBackward0", "ViewBackward0"]),
+        (2, 3): (copy, []),
+        (1, 2, 3): (copy, ["ViewBackward0"]),
+        (2, 1): (copy, ["ExpandBackward0", "ViewBackward0"]),
+    }
+    leaf = T.ones(2, requires_grad=True)
+    msg = "a leaf Variable that requires grad is being used in an in-place operation."
+    with pytest.raises(RuntimeError, match=re.escape(msg)):
+        leaf[...] = 3.0
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable"):
+        leaf[0] = 3.0
+
+
+# ---------------------------------------------------------------------------------------------
 # In-place on a view of a non-contiguous base that requires grad (CopySlices over as_strided)
 
 

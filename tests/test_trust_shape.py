@@ -1161,7 +1161,10 @@ def test_integers_are_views_before_advanced_indices(T):
         (lambda x: x[:, ::1], "AliasBackward0"),
         (lambda x: x[..., 0:4], "AliasBackward0"),
         (lambda x: x[:], "SliceBackward0"),  # ... but a bare slice is not
-        (lambda x: x[0:10], "SliceBackward0"),  # stop past the size: not skipped
+        (lambda x: x[0:10], "SliceBackward0"),
+        (lambda x: x[:, 0:9], "AliasBackward0"),  # a stop past the size is the whole dim
+        (lambda x: x[0:10, :], "AliasBackward0"),
+        (lambda x: x[0:, -4:], "SliceBackward0"),  # a negative start is not skipped
         (lambda x: x[1:3, 0:4], "SliceBackward0"),
         (lambda x: x[0:3, :, None], "UnsqueezeBackward0"),
     ],

@@ -37,7 +37,7 @@ def tangent_of(t):
         return None
     d = t.__dict__
     g = d.get("_fw_grad")
-    if g is not None or t._basev is None or DUAL.level < 0 or d.get("_detached"):
+    if g is not None or t._basev is None or DUAL.level < 0:
         return g
     base = t._basev
     tb = base.__dict__.get("_fw_grad")
@@ -96,7 +96,7 @@ def zeros_like_layout(p, batch=()):
 def set_tangent(t, tangent):
     t._fw_grad = tangent
     DUAL.duals.append(t)
-    node = t.grad_fn
+    node = t._grad_fn
     saved = getattr(node, "saved", None) if node is not None else None
     if saved:  # the node saved this very output: its backward must see the tangent too
         for s in saved.values():

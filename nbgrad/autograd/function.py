@@ -11,7 +11,7 @@ import traceback
 import warnings
 
 from .. import _flags, grad_mode
-from .._tensor import Tensor
+from .._tensor import CM_CUSTOM_FUNCTION, Tensor, view_base
 from ..creation import zeros, zeros_like
 from .anomaly_mode import STATE as ANOMALY
 from .dual import set_tangent, tangent_of
@@ -207,7 +207,7 @@ class Function(metaclass=FunctionMeta):
                     "not returned as output. The inputs that are modified inplace "
                     "must all be outputs of the Function."
                 )
-            if record and t.grad_fn is None and t._requires_grad:
+            if record and t._grad_fn is None and t._requires_grad:
                 raise RuntimeError(
                     "a leaf Variable that requires grad has been used in an in-place operation."
                 )
@@ -238,14 +238,13 @@ class Function(metaclass=FunctionMeta):
                 new_outs.append(o)
                 continue
             if id(o) in inputs_by_id and id(o) not in dirty:
-                o = Tensor._make(o._data, None, 0, o._vc, o._base if o._base is not None else o)
-                o._fn_view = (i, cls.__name__)  # in-place on it is forbidden (check_inplace)
-            elif o._basev is not None and id(o) not in dirty and not o.__dict__.get("_detached"):
+                o = Tensor._make(o._data, None, 0, o._vc, view_base(o))
+                o._cmeta = CM_CUSTOM_FUNCTION  # in-place on it is forbidden (check_inplace)
+            elif o._basev is not None and id(o) not in dirty:
                 # a view made inside forward: PyTorch's custom-Function view (not a no_grad one)
-                o._fn_view = (i, cls.__name__)
-                o.__dict__.pop("_view_no_grad", None)
+                o._cmeta = CM_CUSTOM_FUNCTION
             if o._dtype.is_inexact:
-                o.grad_fn = ctx
+                o._grad_fn = ctx
                 o._output_nr = i
                 o._requires_grad = True
             new_outs.append(o)
@@ -268,13 +267,13 @@ def _rebase_dirty(ctx, outs, dirty, tensors):
     """Inputs modified in place (mark_dirty) rewrite their base's history like a built-in
     in-place op: a dirty view gets CopySlices on its base, the other views of a dirty tensor
     read its new history (NOTE [views follow their base])."""
-    from .inplace import _rebase, refresh_views  # cycle: inplace sits above ops
+    from .inplace import _rebase, views_follow  # cycle: inplace sits above ops
 
     for i, o in enumerate(outs):
-        if not isinstance(o, Tensor) or id(o) not in dirty or o.grad_fn is not ctx:
+        if not isinstance(o, Tensor) or id(o) not in dirty or o._grad_fn is not ctx:
             continue
         base = o._basev
-        if base is not None and not o.__dict__.get("_detached"):
+        if base is not None:
             if i != 0 or not tensors or tensors[0] is not o:
                 raise RuntimeError(
                     "nbgrad: a view marked dirty must be the first input and the first output "
@@ -282,7 +281,7 @@ def _rebase_dirty(ctx, outs, dirty, tensors):
                 )
             _rebase(o, ctx)
         else:
-            refresh_views(o, None)
+            views_follow(o, None)
 
 
 @functools.lru_cache(maxsize=None)

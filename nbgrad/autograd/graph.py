@@ -12,7 +12,7 @@ from collections import namedtuple
 import numpy as np
 
 from .. import _flags, grad_mode
-from .._tensor import Tensor, _dense
+from .._tensor import Tensor, _dense, view_rebase_error
 from ..utils.hooks import HookDict, add_hook
 from .profiler import begin as _begin_event, end as _end_event
 from .saved import (  # noqa: F401
@@ -266,8 +266,9 @@ def _check_hook_tuple(hook, r, n):
 
 def edge(t):
     """The (node, input_nr) pair gradients for tensor ``t`` flow into; (None, 0) if none."""
-    if t.grad_fn is not None:
-        return (t.grad_fn, t._output_nr)
+    fn = t._grad_fn
+    if fn is not None:
+        return (fn, t._output_nr)
     if t._requires_grad:
         return (grad_accumulator(t), 0)
     return (None, 0)
@@ -277,9 +278,17 @@ _ACC_LOCK = threading.Lock()
 
 
 def grad_accumulator(t):
+    """A leaf's AccumulateGrad (created on first use); None for a view whose requires_grad is
+    its base's (NOTE [view creation meta]: PyTorch gives it no accumulator), and PyTorch's
+    error for a stale view."""
     ref = t._accum
     acc = ref() if ref is not None else None
     if acc is None:
+        if t._basev is not None:
+            if t._stale is not None:
+                raise RuntimeError(view_rebase_error(t, True))
+            if not t._own_rg:
+                return None
         with _ACC_LOCK:  # two threads recording on one leaf must share its accumulator
             ref = t._accum
             acc = ref() if ref is not None else None

@@ -5,79 +5,50 @@ regeneration of the other views of a modified base, and forward-mode tangents of
 Above ops (it runs any op's forward and backward); ``_tensor_methods`` installs the ``*_``
 methods and ``__setitem__`` from here."""
 
+import numbers
+import warnings
+
 import numpy as np
 
 from .. import _flags
-from .._tensor import Tensor, _bounds, _dense, view_positions
+from .._tensor import (
+    Tensor,
+    _bounds,
+    _dense,
+    prune_views,
+    storage_root,
+    view_positions,
+    view_rebase_error,
+)
 from ..creation import tensor
 from ..grad_mode import STATE
 from ..ops.indexing import _normalize, _scatter_lin, _take_lin, index_put
 from ..ops.registry import new_node, node_class
 from .dual import DUAL, set_tangent, tangent_of, zeros_like_layout
 from .engine import conform_grads
-from .graph import Node, SavedOutput, edge
+from .graph import SavedOutput, edge
 from .saved import MUTATION
 
 _make = Tensor._make
 
-# nodes of the ops that return several views (PyTorch's CreationMeta::MULTI_OUTPUT_NODE)
-_MULTI_VIEW = {"SplitBackward0": "Split", "SplitWithSizesBackward0": "SplitWithSizes"}
-_MULTI_VIEW["UnbindBackward0"] = "Unbind"
-
-_NO_GRAD_VIEW = (
-    "A view was created in no_grad mode and %s with grad mode enabled. Given that this use case is "
-    "ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the "
-    "view and the inplace either both inside the no_grad block (if you don't want the inplace to "
-    "be tracked) or both outside (if you want the inplace to be tracked)."
-)
-_FN_VIEW = (
-    "Output %d of %s is a view and %s. This view was created inside a custom Function (or because "
-    "an input was returned as-is) and the autograd logic to handle view+inplace would override the "
-    "custom backward associated with the custom Function, leading to incorrect gradients. This "
-    "behavior is forbidden. You can fix this by cloning the output of the custom Function."
-)
-_MULTI_VIEW_MSG = (
-    "Output %d of %s is a view and %s. This view is the output of a function that returns "
-    "multiple views. Such functions do not allow the output views to be modified inplace. You "
-    "should replace the inplace operation by an out-of-place one."
-)
-_MODIFIED = "is being modified inplace"
-_BASE_MODIFIED = "its base or another view of its base has been modified inplace"
 _OVERLAP = (
     "unsupported operation: some elements of the input tensor and the written-to tensor refer "
     "to a single memory location. Please clone() the tensor before performing the operation."
 )
+_INTERNAL_OVERLAP = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single "
+    "memory location. Please clone() the tensor before performing the operation."
+)
 
 
-def _view_error(t, what):
-    """PyTorch's error for an in-place op that involves view ``t`` (None: allowed)."""
-    fv = t.__dict__.get("_fn_view")
-    if fv is not None:
-        return _FN_VIEW % (fv[0], fv[1], what)
-    if t.__dict__.get("_view_no_grad"):
-        return _NO_GRAD_VIEW % (
-            "is being modified inplace"
-            if what == _MODIFIED
-            else "its base or another view of its base has been modified inplace"
-        )
-    node = t.grad_fn
-    if node is not None and node.name() in _MULTI_VIEW:
-        return _MULTI_VIEW_MSG % (t._output_nr, _MULTI_VIEW[node.name()], what)
-    return None
-
-
-def check_inplace(self, record=None):
-    """PyTorch's errors for in-place writes that autograd cannot record.  ``record``: the write
-    is recorded (grad mode on and ``self`` or an operand requires grad)."""
+def check_inplace(self, record=None, fn=None, args=()):
+    """PyTorch's errors for in-place writes that autograd cannot record (its check_inplace /
+    can_mutate_inplace), then for a written-to tensor whose elements overlap (an expanded
+    tensor), unless the op ``fn(self, *args)`` is one PyTorch allows there (``overlap_ok``).
+    ``record``: the write is recorded (grad mode on and ``self`` or an operand requires
+    grad)."""
     if MUTATION:  # NOTE [mutation on saved tensors]
         MUTATION[-1](self)
-    a = self._data
-    if a.size and any(st == 0 and n > 1 for st, n in zip(a.strides, a.shape)):
-        raise RuntimeError(
-            "unsupported operation: more than one element of the written-to "
-            "tensor refers to a single memory location. Please clone() the tensor "
-            "before performing the operation."
-        )
     if self._inference and not STATE.inference:
         raise RuntimeError(
             "Inplace update to inference tensor outside InferenceMode is not "
@@ -85,29 +56,91 @@ def check_inplace(self, record=None):
             "inplace update.See https://github.com/pytorch/rfcs/pull/17 for more "
             "details."
         )
-    if not STATE.enabled:
-        return
-    if record is None:
-        record = self._requires_grad
-    if not record:
-        return
-    base = self._base
-    node = self.grad_fn
-    if base is not None or (node is not None and node.name() in _MULTI_VIEW):
-        msg = _view_error(self, _MODIFIED)
-        if msg is not None:
-            raise RuntimeError(msg)
-        if base is not None and self._requires_grad and base.grad_fn is None:
-            # a view whose base is a leaf: a leaf view that requires grad (of a tensor that does
-            # not), or a view of such a leaf view
+    if STATE.enabled and (self._requires_grad if record is None else record):
+        base = self._basev
+        if base is not None:
+            if self._cmeta:  # NOTE [view creation meta] (_tensor.py)
+                raise RuntimeError(view_rebase_error(self, False))
+            if self._requires_grad and base._grad_fn is None:
+                # a view of a leaf that requires grad, or a requires-grad leaf view of a tensor
+                # that does not (or a view of one)
+                raise RuntimeError(
+                    "a view of a leaf Variable that requires grad is being used in an in-place "
+                    "operation."
+                )
+        elif self._grad_fn is None and self._requires_grad:
             raise RuntimeError(
-                "a view of a leaf Variable that requires grad is being used in an in-place "
-                "operation."
+                "a leaf Variable that requires grad is being used in an in-place operation."
             )
-    elif node is None and self._requires_grad:
-        raise RuntimeError(
-            "a leaf Variable that requires grad is being used in an in-place operation."
+    a = self._data
+    if 0 in a.strides and internal_overlap(a) and (fn is None or not overlap_ok(fn, args, a)):
+        raise RuntimeError(_INTERNAL_OVERLAP)
+
+
+def internal_overlap(a):
+    """Elements of ``a`` share memory (a stride 0 over a dimension of size > 1), PyTorch's
+    has_internal_overlap == YES."""
+    return a.size > 1 and any(st == 0 and n > 1 for st, n in zip(a.strides, a.shape))
+
+
+# In-place ops PyTorch allows on a tensor whose elements overlap (an expanded one): scalar fills
+# and ops that only write selected elements; some with a deprecation warning.
+_OVERLAP_OK = {"tril": None, "triu": None, "masked_fill": "masked_fill_"}
+_OVERLAP_OK["index_put"] = _OVERLAP_OK["_index_put_fw"] = "index_put_"
+_OVERLAP_OK["_put_view"] = _OVERLAP_OK["_put_view_fw"] = None  # setitem checked the view
+_OVERLAP_EXAMPLE = {
+    "masked_fill_": "tensor[mask] = scalar",
+    "index_put_": "tensor[indices] = tensor",
+}
+
+
+def overlap_ok(fn, args, a):
+    """``fn`` (the out-of-place op behind ``x.op_()``) may write into an expanded ``x`` (array
+    ``a``): fills, tril_/triu_, masked_fill_/index_put_ with a deprecation warning, and a copy_
+    of the very same data (PyTorch's copy_ returns before checking)."""
+    name = getattr(fn, "__name__", "")
+    if name == "_filled":
+        return True  # fill_(Scalar) / zero_: every element gets the same value
+    if name == "_copied":
+        return isinstance(args[0], Tensor) and same_data(a, args[0]._data)
+    if name not in _OVERLAP_OK:
+        return False
+    op = _OVERLAP_OK[name]
+    if op is not None:
+        warnings.warn(
+            "Use of %s on expanded tensors is deprecated. Please clone() the tensor before "
+            "performing this operation. This also applies to advanced indexing e.g. %s"
+            % (op, _OVERLAP_EXAMPLE[op]),
+            UserWarning,
+            stacklevel=5,  # the user's line: x.op_() or x[idx] = v
         )
+    return True
+
+
+def same_data(dst, src):
+    """``src`` (broadcast as copy_ does) is ``dst``'s very data: same address, shape, dtype and
+    strides (over the dimensions of size > 1), PyTorch's early exit of copy_."""
+    if src.dtype != dst.dtype:
+        return False
+    while src.ndim > dst.ndim and src.shape[0] == 1:
+        src = src[0]
+    try:
+        src = np.broadcast_to(src, dst.shape)
+    except ValueError:
+        return False
+    return src.__array_interface__["data"][0] == dst.__array_interface__["data"][0] and all(
+        s == t for s, t, n in zip(src.strides, dst.strides, dst.shape) if n > 1
+    )
+
+
+def _write_overlapping(dst, new):
+    """Write ``new`` into ``dst`` whose elements overlap: only the elements the op changed are
+    written, so a memory location gets the new value when any of its aliases was selected
+    (PyTorch's element loop), not whatever its last alias holds."""
+    changed = new != dst
+    if new.dtype.kind in "fc":
+        changed |= np.signbit(new.real) != np.signbit(dst.real)
+    np.copyto(dst, new, where=changed)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -136,8 +169,8 @@ _NO_OVERLAP = {"scatter", "scatter_add"}
 
 def _check_overlap(self, fn, args, kwargs):
     name = getattr(fn, "__name__", "")
-    if name in ("index_put", "_index_put_fw"):  # x[idx] = v: checked by setitem
-        return
+    if name in ("index_put", "_index_put_fw", "_put_view", "_put_view_fw", "_filled_t"):
+        return  # x[idx] = v: checked by setitem; fill_(Tensor) reads one number first
     if name == "masked_fill":  # the value is a Scalar there; only the mask is an operand
         args, kwargs = args[:1], {}
     strict = name in _NO_OVERLAP
@@ -150,25 +183,28 @@ def _check_overlap(self, fn, args, kwargs):
 
 def _check_setitem_overlap(x, idx, value):
     """``x[idx] = value``: a copy into the view ``x[idx]`` (basic indices; a 0-d value is a
-    fill) or an index_put (advanced indices: no overlap with ``x`` at all), as PyTorch."""
-    if not isinstance(value, Tensor) or value._data.size == 0:
-        return
+    fill), which must not overlap itself nor ``value`` in part, or an index_put (advanced
+    indices: no overlap with ``x`` at all), as PyTorch.  Returns whether the indices are basic
+    (None when they cannot be told: index_put raises the proper error)."""
     try:
         nidx, advanced = _normalize(idx)
-    except Exception:  # index_put raises the proper error
-        return
+    except Exception:
+        return None
     if advanced:
-        if _overlap(x, value) != "no":
+        if isinstance(value, Tensor) and value._data.size and _overlap(x, value) != "no":
             raise RuntimeError(_OVERLAP)
-        return
-    if value._data.ndim == 0:
-        return
+        return False
     try:
         target = x._data[tuple(nidx)]
     except Exception:
-        return
-    if _overlap(_make(target), value) == "partial":
-        raise RuntimeError(_OVERLAP)
+        return None
+    if 0 in target.strides and internal_overlap(target):
+        if not (isinstance(value, Tensor) and value._data.ndim and same_data(target, value._data)):
+            raise RuntimeError(_INTERNAL_OVERLAP)
+    if isinstance(value, Tensor) and value._data.ndim and value._data.size:
+        if _overlap(_make(target), value) == "partial":
+            raise RuntimeError(_OVERLAP)
+    return True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -188,16 +224,14 @@ def inplace(self, fn, *args, **kwargs):
     if kwargs:
         operands += [a for a in kwargs.values() if isinstance(a, Tensor)]
     record = STATE.enabled and (self._requires_grad or any(a._requires_grad for a in operands))
-    check_inplace(self, record)
+    check_inplace(self, record, fn, args)
     if operands:
         _check_overlap(self, fn, args, kwargs)
     src = self
     fw = tangent_of(self) if _flags.FWD else None
     if record or fw is not None:
-        src = _make(self._data.copy(), self.grad_fn, self._output_nr)
+        src = _make(self._data.copy(), self._grad_fn, self._output_nr)
         src._requires_grad = self._requires_grad
-        if self.grad_fn is None and self._requires_grad:  # a no_grad view: its own accumulator
-            src._accum = None
         if fw is not None:
             src._fw_grad = fw
     res = fn(src, *args, **kwargs)
@@ -219,31 +253,42 @@ def inplace(self, fn, *args, **kwargs):
                 "output with shape %s doesn't match the broadcast shape %s"
                 % (list(self._data.shape), list(res._data.shape))
             )
-    self._data[...] = res._data
+    if 0 in self._data.strides and internal_overlap(self._data):
+        _write_overlapping(self._data, np.broadcast_to(res._data, self._data.shape))
+    else:
+        self._data[...] = res._data
     self._vc[0] += 1
     if _flags.FWD and self._dtype.is_inexact:
         new = res.__dict__.get("_fw_grad")
         if new is not None or fw is not None:
             _write_tangent(self, new)
-    if res.grad_fn is not None:
-        node = res.grad_fn
-        if self._base is not None and (self._base._requires_grad or record):
+    node = res._grad_fn
+    if node is not None:
+        if self._basev is not None:
             _rebase(self, node)
         else:
-            old, old_nr = self.grad_fn, self._output_nr
-            self.grad_fn = node
+            old, old_nr = self._grad_fn, self._output_nr
+            self._grad_fn = node
             self._output_nr = res._output_nr
             self._requires_grad = True
             if self._retains_grad and old is not None and old._retain:
                 _move_retain(old, old_nr, node, res._output_nr)
-            refresh_views(self, None)
+            if self._views is not None or self._alias is not None:
+                views_follow(self, None)
         if node.saved and "out" in node.saved:
             node.saved["out"] = SavedOutput(self)
-    else:  # not recorded (no_grad): the views still follow the new version (PyTorch)
-        base = self._basev if self._basev is not None else self
-        if base._views and base._requires_grad and not self.__dict__.get("_detached"):
-            refresh_views(base, None)
+    elif self._views is not None or self._basev is not None or self._alias is not None:
+        views_follow(self, None)  # not recorded (no_grad): the views still follow (PyTorch)
     return self
+
+
+def views_follow(t, skip):
+    """After a write into ``t``: every live view sharing its memory and version counter (the
+    views of its base, and of the ``detach()``ed aliases of that base) follows, as PyTorch's
+    grad_fn getter sees the shared version counter moved."""
+    root = storage_root(t)
+    if root._views:
+        refresh_views(root, skip)
 
 
 def _move_retain(old, old_nr, node, nr):
@@ -269,26 +314,37 @@ def _rebase(view, node):
     base = view._base
     lin = _view_positions(view, base)
     shape = base._data.shape
+    base_size = base._data.size
+    overlap = internal_overlap(view._data)
 
     fn_node = not hasattr(node, "op")  # a custom Function that marked the view dirty
     nout = getattr(node, "_nout", 1)
 
     def copy_slices_vjp(cs, grads):
+        if overlap:  # PyTorch copies the op's gradient into the (overlapping) region
+            raise RuntimeError(_INTERNAL_OVERLAP)
         g = grads[0]
         gslice = _take_lin(g, lin)
         if fn_node:
             inner = conform_grads(node, node.apply((gslice,) + (None,) * (nout - 1)))
         else:
             inner = conform_grads(node, node.op(node, (gslice,)))
-        keep = g - _scatter_lin(gslice, shape, lin)  # g with the view region zeroed
+        # g with the region replaced by the op's gradient (PyTorch copies it in): selected,
+        # so a NaN/Inf of the overwritten region's gradient does not leak
+        keep = g.masked_fill(_region(), 0.0)
         gbase = keep if inner[0] is None else keep + _scatter_lin(inner[0], shape, lin)
         return (gbase,) + tuple(inner[1:])
 
-    old, old_nr = base.grad_fn, base._output_nr
+    def _region():
+        m = np.zeros(base_size, np.bool_)
+        m[lin.reshape(-1)] = True
+        return _make(m.reshape(shape))
+
+    old, old_nr = base._grad_fn, base._output_nr
     cs = new_node(node_class("torch::autograd::CopySlices"), (), copy_slices_vjp)
     cs.next_functions = (edge(base),) + node.next_functions[1:]
     cs._in_meta = ((shape, base._dtype),) + node._in_meta[1:]
-    base.grad_fn = cs
+    base._grad_fn = cs
     base._output_nr = 0
     base._requires_grad = True
     if base._retains_grad and old is not None and old._retain:
@@ -301,55 +357,66 @@ def _rebase(view, node):
     vn.next_functions = ((cs, 0),)
     vn._in_meta = ((shape, base._dtype),)
     _set_view_fn(view, vn)
-    refresh_views(base, view)
+    views_follow(base, view)
 
 
 def _set_view_fn(v, node):
     """A view's new grad_fn; its retain_grad moves along (PyTorch's
     update_tensor_hooks_on_new_gradfn), hooks registered before stay with the old node."""
-    old, old_nr = v.grad_fn, v._output_nr
-    v.grad_fn = node
+    old, old_nr = v._grad_fn, v._output_nr
+    v._grad_fn = node
     v._output_nr = 0
     v._requires_grad = True
     if v._retains_grad and old is not None and old._retain:
         _move_retain(old, old_nr, node, 0)
 
 
-class _ViewError(Node):
-    """The grad_fn of a view that PyTorch forbids using after its base changed in place
-    (PyTorch raises when the grad_fn is read; nbgrad raises when it runs)."""
-
-    _name = "AsStridedBackward0"
-
-    def apply(self, grads):
-        raise RuntimeError(self.msg)
-
-
-def refresh_views(base, skip):
-    """NOTE [views follow their base] (_tensor.py): after an in-place op rewrote ``base``'s
-    history, every other live view of it gets PyTorch's regenerated grad_fn, an
-    ``AsStridedBackward0`` reading the base's new history (or, for the views PyTorch forbids
-    to use afterwards, a node raising its error)."""
+def refresh_views(base, skip, moved_only=False):
+    """NOTE [views follow their base] (_tensor.py): after an in-place write into ``base`` or
+    one of its views, every other live view of it that takes part in autograd (it has a
+    grad_fn, or its base requires grad) gets PyTorch's regenerated grad_fn, an
+    ``AsStridedBackward0`` reading the base's new history, or, for a view made any other way
+    than DEFAULT, goes stale (NOTE [view creation meta]: reading its grad_fn raises).  A view
+    left out because neither holds is marked ``_moved``: when its base starts to require grad,
+    PyTorch's getter sees the version moved, and ``moved_only`` then refreshes just those."""
     views = base._views
-    if not views or not base._requires_grad:
+    if not views:
         return
-    edge_ = edge(base)
-    meta = ((base._data.shape, base._dtype),)
-    for ref in list(views):
-        v = ref()
-        if v is None or v is skip or v._basev is not base or not v._dtype.is_inexact:
+    rg = base._requires_grad
+    edge_ = meta = None
+    live = [v for v in (r() for r in list(views)) if v is not None]
+    if len(live) < len(views):
+        prune_views(views)
+    for v in live:
+        if v is skip or v._stale is not None:
             continue
-        if v._dtype is not base._dtype or not np.may_share_memory(v._data, base._data):
-            continue  # a dtype view (not differentiable), or a copy that only claims a base
-        msg = _view_error(v, _BASE_MODIFIED)
-        if msg is not None:
-            node = _ViewError(((edge_),), meta)
-            node.msg = msg
-        else:
-            node = new_node(node_class("AsStridedBackward0"), (), _regenerated_vjp)
-            node.next_functions = (edge_,)
-            node._in_meta = meta
-            node.attrs = [v, base, None]  # positions computed at the first backward
+        if v._basev is not base:
+            if v._alias is not None and v._alias[0]() is base and v._views and not moved_only:
+                # a detach()ed alias: its own views
+                refresh_views(v, skip)
+            continue
+        if moved_only and not v.__dict__.pop("_moved", False):
+            continue
+        if v._grad_fn is None and not rg:
+            v._moved = True  # PyTorch's getter: nothing to regenerate, as long as this holds
+            continue
+        if not v._dtype.is_inexact or v._dtype is not base._dtype:
+            continue  # not differentiable, or a dtype view
+        if v._data.size and not np.may_share_memory(v._data, base._data):
+            continue  # a copy that only claims a base
+        if v._cmeta:
+            v._stale = (v._grad_fn,)  # what its error message names
+            v._grad_fn = None
+            v._accum = None
+            v._requires_grad = True
+            continue
+        if edge_ is None:
+            edge_ = edge(base)
+            meta = ((base._data.shape, base._dtype),)
+        node = new_node(node_class("AsStridedBackward0"), (), _regenerated_vjp)
+        node.next_functions = (edge_,)
+        node._in_meta = meta
+        node.attrs = [v, base, None]  # positions computed at the first backward
         _set_view_fn(v, node)
 
 
@@ -392,7 +459,7 @@ def _write_tangent(self, new):
         new_data = np.zeros(lead + self._data.shape, self._data.dtype)
     batch = new_data.shape[:nb] if nb else ()
     base = self._base
-    view = base is not None and not self.__dict__.get("_detached")
+    view = base is not None
     if view:
         tb = tangent_of(base)
         if tb is None or not _writable_like(tb, base):
@@ -419,8 +486,12 @@ def _write_tangent(self, new):
 
 
 def setitem(x, idx, value):
-    """``x[idx] = value``: an in-place index_put (CopySlices when recorded)."""
-    if STATE.enabled and x.grad_fn is None and x._requires_grad:
+    """``x[idx] = value``, as PyTorch: ``x`` itself takes a copy_/fill_ when ``idx`` keeps all
+    of it (``_whole``); other basic indices write into the view ``x[idx]`` and advanced ones
+    are an index_put_ (an in-place index_put here, CopySlices when recorded)."""
+    if _whole(x, idx):
+        return _setitem_whole(x, value)
+    if STATE.enabled and x._grad_fn is None and x._requires_grad:
         # PyTorch writes through a view (x[idx].copy_(value)), hence the "view of a leaf" text
         raise RuntimeError(
             "a view of a leaf Variable that requires grad is being used in an in-place operation."
@@ -429,11 +500,73 @@ def setitem(x, idx, value):
         value = tensor(value, dtype=x._dtype)
     if isinstance(value, Tensor) and value._dtype is not x._dtype:
         value = value.to(x._dtype)
-    _check_setitem_overlap(x, idx, value)
+    basic = _check_setitem_overlap(x, idx, value)
     if _flags.FWD and not DUAL.tangent_batch_dims:
-        inplace(x, _index_put_fw, idx, value)
+        inplace(x, _put_view_fw if basic else _index_put_fw, idx, value)
     else:
-        inplace(x, index_put, idx, value)
+        inplace(x, _put_view if basic else index_put, idx, value)
+
+
+def _whole(x, idx):
+    """``x[idx]`` is ``x`` itself for PyTorch's setitem: only Ellipsis and slices from 0 with step
+    1 that reach the end of their dimension (its slice optimisation)."""
+    if idx is Ellipsis:
+        return True
+    if isinstance(idx, slice):
+        idx = (idx,)
+    elif type(idx) is not tuple:
+        return False
+    nd = x._data.ndim
+    n = len(idx) - sum(1 for i in idx if i is Ellipsis)
+    if n > nd or len(idx) - n > 1:
+        return False
+    d = 0
+    for i in idx:
+        if i is Ellipsis:
+            d += nd - n
+            continue
+        if type(i) is not slice or not (i.start is None or _is_int(i.start, 0)):
+            return False
+        if not (i.step is None or _is_int(i.step, 1)):
+            return False
+        if not (i.stop is None or (_is_int(i.stop) and i.stop >= x._data.shape[d])):
+            return False
+        d += 1
+    return True
+
+
+def _is_int(v, value=None):
+    ok = isinstance(v, numbers.Integral) and not isinstance(v, bool)
+    return ok and (value is None or v == value)
+
+
+def _setitem_whole(x, value):
+    """PyTorch's copy_to(x, value): copy_ for the same shape, fill_ for a 0-d value (a Python
+    scalar becomes one), else copy_ of the value without its leading 1s expanded to x."""
+    if not isinstance(value, Tensor):
+        value = tensor(value, dtype=x._dtype)
+    shape = x._data.shape
+    vshape = value._data.shape
+    if vshape == shape:
+        return x.copy_(value)
+    if not vshape:
+        return x.fill_(value)
+    k = 0
+    while k < len(vshape) and vshape[k] == 1:
+        k += 1
+    value = value.view(vshape[k:])
+    if vshape[k:] != shape:
+        value = value.expand(shape)
+    return x.copy_(value)
+
+
+def _put_view(src, idx, value):
+    """``x[idx] = value`` with basic indices: a write into the view ``x[idx]``."""
+    return index_put(src, idx, value)
+
+
+def _put_view_fw(src, idx, value):
+    return _index_put_fw(src, idx, value)
 
 
 def _index_put_fw(src, idx, value):

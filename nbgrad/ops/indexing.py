@@ -248,7 +248,7 @@ def _sliced_pos(shape, idx, k):
 
 def _basic_name(idx, shape):
     """PyTorch's node for a basic index: that of the last component that does something (a
-    slice ``start in (None, 0), stop in (None, size), step in (None, 1)`` is skipped, as
+    slice ``start in (None, 0), stop None or >= size, step in (None, 1)`` is skipped, as
     PyTorch's applySlice returns ``self`` for it); nothing left: AliasBackward0."""
     n, dim, dims = len(shape), 0, []
     for k, i in enumerate(idx):
@@ -267,7 +267,7 @@ def _basic_name(idx, shape):
         if (
             i.step in (None, 1)
             and (i.start is None or i.start == 0)
-            and (i.stop is None or i.stop == shape[d])
+            and (i.stop is None or i.stop >= shape[d])
         ):
             continue
         return "SliceBackward0"

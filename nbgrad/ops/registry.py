@@ -19,7 +19,7 @@ import traceback
 import numpy as np
 
 from .. import _flags
-from .._tensor import Tensor, _dense
+from .._tensor import Tensor, _dense, view_meta
 from ..autograd.anomaly_mode import STATE as _anomaly
 from ..autograd.graph import Node, SavedOutput, SavedTensor, edge, next_seq
 from ..autograd.profiler import op_call
@@ -293,13 +293,14 @@ def _pick(v, overload):
 
 
 def _view(arr, node, x):
-    base = x._base if x._base is not None else x
+    base = x._basev
+    if base is None:
+        base = x
     t = Tensor._make(_arr(arr), node, 0, x._vc, base)
-    if node is None and x._requires_grad:
-        # a view made under no_grad still requires grad (PyTorch); an in-place op on it later
-        # with grad enabled is an error (autograd.inplace.check_inplace)
-        t._requires_grad = True
-        t._view_no_grad = True
+    if not STATE.enabled or x._cmeta or x._inference:
+        # NOTE [view creation meta] (_tensor.py): a view made under no_grad requires grad
+        # while its base does; an in-place op on it later with grad enabled is an error
+        view_meta(t, x, base, False)
     return t
 
 

@@ -13,9 +13,10 @@ import numbers
 import numpy as np
 
 from .. import dtypes as _dt
-from .._tensor import Tensor, _wrap_dim
+from .._tensor import CM_MULTI_OUTPUT, Tensor, _wrap_dim, view_base, view_meta
 from ..autograd.batching import BATCH, batched, lead, sum_to
 from ..creation import _alloc, contiguous_strides, empty_strided_array, zeros
+from ..grad_mode import STATE
 from .registry import FUNCTION, INPLACE, LINEAR, METHOD, OUT, internal_op, op
 
 _make = Tensor._make
@@ -627,7 +628,7 @@ def _split_vjp(node, grads):
     return (cat(parts, dim + len(b)),)
 
 
-def _split_views(tensor, d, sizes, overload, node_name):
+def _split_views(tensor, d, sizes, overload):
     a = tensor._data
     parts, start = [], 0
     pre = (slice(None),) * d
@@ -637,20 +638,23 @@ def _split_views(tensor, d, sizes, overload, node_name):
     outs = split.op.record(
         tuple(parts), (tensor,), overload=overload, attrs=(d, sizes, a.shape, tensor._dtype)
     )
-    _mark_views(tensor, outs, node_name)
+    _mark_views(tensor, outs)
     return outs
 
 
-def _mark_views(tensor, outs, node_name):
-    """Outputs of a multi-view op share the input's storage and version counter; with a
-    recorded node they are marked (``_multi_view``) for PyTorch's refusal of in-place writes
-    to them (autograd.inplace)."""
-    base = tensor._base if tensor._base is not None else tensor
-    for i, o in enumerate(outs):
+def _mark_views(tensor, outs):
+    """Outputs of a multi-view op are views of the input's base sharing its version counter,
+    made with PyTorch's MULTI_OUTPUT_NODE creation meta (NOTE [view creation meta]: in-place
+    writes to them are refused, and they cannot follow one to their base)."""
+    base = view_base(tensor)
+    fast = STATE.enabled and not tensor._cmeta and not tensor._inference
+    for o in outs:
         o._vc = tensor._vc
         o._base = base
-        if o.grad_fn is not None:
-            o._multi_view = (node_name, i)
+        if fast:
+            o._cmeta = CM_MULTI_OUTPUT
+        else:
+            view_meta(o, tensor, base, True)
 
 
 @op(
@@ -681,7 +685,7 @@ def split(tensor, split_size_or_sections, dim=0):
             )
         k = max(-(-n // s), 1) if s else 1  # PyTorch: at least one split
         sizes = [s] * (k - 1) + [n - s * (k - 1)]
-        return _split_views(tensor, d, sizes, "size", "Split")
+        return _split_views(tensor, d, sizes, "size")
     if not isinstance(split_size_or_sections, (list, tuple)):
         raise TypeError(
             "split_with_sizes(): argument 'split_sizes' (position 2) must be tuple of ints, "
@@ -706,7 +710,7 @@ def split_with_sizes(tensor, split_sizes, dim=0):
             "split_with_sizes expects split_sizes to sum exactly to %d (input tensor's size at "
             "dimension %d), but got split_sizes=%s" % (a.shape[d], dim, sizes)
         )
-    return _split_views(tensor, d, sizes, "sizes", "SplitWithSizes")
+    return _split_views(tensor, d, sizes, "sizes")
 
 
 @op("chunk", "shape", variants=FM, jvp=LINEAR)
@@ -740,7 +744,7 @@ def unbind(input, dim=0):
     pre = (slice(None),) * d
     parts = tuple(a[pre + (i, Ellipsis)] for i in range(a.shape[d]))  # views, as PyTorch
     outs = unbind.op.record(parts, (input,), attrs=(d, a.shape, input._dtype))
-    _mark_views(input, outs, "Unbind")
+    _mark_views(input, outs)
     return outs
 
 
