@@ -1166,3 +1166,14 @@ def test_binary_forward_mode_nan_inf_sweep_against_torch():
                     % (name, tx, ty, xs[i], ys[i], a[i], b[i])
                 )
     assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("v", [float("nan"), float("inf"), 1.0])
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_of_a_0d_tensor_propagates_nan_as_pytorch(v, name):
+    """PyTorch's 0-d softmax backward is its general formula: NaN in, NaN gradient."""
+    x = nbgrad.tensor(v, requires_grad=True)
+    y = getattr(x, name)(-1)
+    (g,) = nbgrad.autograd.grad(y, x, nbgrad.tensor(2.0))
+    want = 0.0 if v == 1.0 else float("nan")
+    _same(np.array(g.item()), np.array(want))

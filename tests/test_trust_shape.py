@@ -1191,3 +1191,13 @@ def test_linear_path_follows_input_contiguity(T, make_input, node, next_node):
     assert y.grad_fn.next_functions[0][0].name() == next_node
     y.sum().backward()
     assert b.grad.tolist() == [y.numel() / 3] * 3
+
+
+def test_layout_follows_the_operands_not_their_dtype_casts(T):
+    """An expanded float32 operand cast to float64 for the op keeps deciding the layout
+    through its own strides (numpy's order-K cast of a 0-stride array is F-ordered)."""
+    e = T.ones(1, 3).expand(2, 3)
+    c = T.ones(2, 3, dtype=T.float64)
+    assert (e - c).stride() == (3, 1)
+    assert T.sub(e, c, alpha=2).stride() == (3, 1)
+    assert (c.t() + e.t()).stride() == (1, 3)

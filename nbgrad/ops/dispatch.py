@@ -207,7 +207,8 @@ def pointwise(op, inputs, attrs=(), contiguous=False):
         if not out.flags.c_contiguous:
             out = np.ascontiguousarray(out)
     elif out.ndim > 1 and any_strided(arrays):
-        out = torch_layout(out, arrays[: len(inputs)])
+        # the operands' own strides: a dtype cast (astype, order K) may have reordered them
+        out = torch_layout(out, [x._data if isinstance(x, Tensor) else x for x in inputs])
     if rg and STATE.enabled and op.differentiable and dt.is_inexact:
         t = op.record(out, inputs, attrs=(attrs, cd.name))
     else:
@@ -261,7 +262,7 @@ def binary(op, a, b):
     if out.dtype != dt.np:
         out = out.astype(dt.np)
     if bt is not None and xa.ndim > 1 and not xa.flags.c_contiguous:
-        out = torch_layout(out, (xa, xb))  # a layout conflict numpy resolves differently
+        out = torch_layout(out, (a._data, b._data))  # numpy resolves it otherwise
     if (
         (a._requires_grad or (bt is not None and bt._requires_grad))
         and STATE.enabled
