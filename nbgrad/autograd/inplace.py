@@ -235,7 +235,9 @@ def inplace(self, fn, *args, **kwargs):
                 _move_retain(old, old_nr, node, res._output_nr)
             refresh_views(self, None)
         if node.saved and "out" in node.saved:
+            fw = node.saved["out"].fw  # the result's tangent (forward-over-reverse reads it)
             node.saved["out"] = SavedOutput(self)
+            node.saved["out"].fw = fw
     else:  # not recorded (no_grad): the views still follow the new version (PyTorch)
         base = self._basev if self._basev is not None else self
         if base._views and base._requires_grad and not self.__dict__.get("_detached"):
