@@ -561,6 +561,11 @@ ERRORS = {
     "mrl-reduction": lambda T: T.nn.functional.margin_ranking_loss(
         T.ones(3), T.ones(3), T.ones(3), reduction="x"
     ),
+    # float-only kernels of the first tier (regression: integers were promoted or crashed)
+    "gelu-int": lambda T: T.nn.functional.gelu(T.arange(3)),
+    "silu-bool": lambda T: T.nn.functional.silu(T.ones(3, dtype=T.bool)),
+    "softplus-int": lambda T: T.nn.functional.softplus(T.arange(3)),
+    "leaky_relu-int": lambda T: T.nn.functional.leaky_relu(T.arange(3)),
     "softmax2d": lambda T: T.nn.Softmax2d()(T.ones(3, 4)),
     "unflatten-elem": lambda T: T.nn.Unflatten(1, [2, "a"]),
     "unflatten-int": lambda T: T.nn.Unflatten(1, 5),

@@ -737,6 +737,7 @@ def sigmoid(input):
 
 def gelu(input, approximate="none"):
     _tensor_arg(input, "gelu")
+    _float_only(input, "GeluKernelImpl")
     if approximate == "none":
         return _unary(_R["gelu"], input)
     if approximate == "tanh":
@@ -746,6 +747,7 @@ def gelu(input, approximate="none"):
 
 def silu(input, inplace=False):
     _tensor_arg(input, "silu")
+    _float_only(input, "silu_cpu")
     if inplace:
         return _inplace.inplace(input, silu)
     return _unary(_R["silu"], input)
@@ -753,11 +755,13 @@ def silu(input, inplace=False):
 
 def softplus(input, beta=1.0, threshold=20.0):
     _tensor_arg(input, "softplus")
+    _float_only(input, "softplus_cpu")
     return _pointwise(_R["softplus"], (input,), (float(beta), float(threshold)))
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     _tensor_arg(input, "leaky_relu")
+    _float_only(input, "leaky_relu_cpu")
     if inplace:
         return _inplace.inplace(input, leaky_relu, negative_slope)
     return _pointwise(_R["leaky_relu"], (input,), (float(negative_slope),))
