@@ -147,6 +147,29 @@ LAYERS = {
     "softmax": lambda T: T.nn.Softmax(dim=1),
     "softmax-none": lambda T: T.nn.Softmax(),
     "logsoftmax": lambda T: T.nn.LogSoftmax(dim=-1),
+    # second tier: activations, losses, distances
+    "elu": lambda T: T.nn.ELU(),
+    "elu-opts": lambda T: T.nn.ELU(0.5, inplace=True),
+    "mish": lambda T: T.nn.Mish(),
+    "mish-inplace": lambda T: T.nn.Mish(inplace=True),
+    "hardtanh": lambda T: T.nn.Hardtanh(-2.0, 1.5),
+    "hardtanh-inplace": lambda T: T.nn.Hardtanh(inplace=True),
+    "relu6": lambda T: T.nn.ReLU6(),
+    "relu6-inplace": lambda T: T.nn.ReLU6(inplace=True),
+    "prelu": lambda T: T.nn.PReLU(),
+    "prelu-3": lambda T: T.nn.PReLU(3, init=0.1),
+    "prelu-f64": lambda T: T.nn.PReLU(dtype=T.float64),
+    "glu": lambda T: T.nn.GLU(),
+    "softmax2d": lambda T: T.nn.Softmax2d(),
+    "unflatten": lambda T: T.nn.Unflatten(1, (2, 3)),
+    "unflatten-list": lambda T: T.nn.Unflatten(-1, [2, -1]),
+    "smoothl1": lambda T: T.nn.SmoothL1Loss(beta=0.5),
+    "huber": lambda T: T.nn.HuberLoss(reduction="sum", delta=2.0),
+    "kldiv": lambda T: T.nn.KLDivLoss(reduction="batchmean", log_target=True),
+    "cosine-embedding": lambda T: T.nn.CosineEmbeddingLoss(0.1, reduction="sum"),
+    "margin-ranking": lambda T: T.nn.MarginRankingLoss(0.2),
+    "pairwise-distance": lambda T: T.nn.PairwiseDistance(p=1.0, eps=1e-3, keepdim=True),
+    "cosine-similarity": lambda T: T.nn.CosineSimilarity(dim=0, eps=1e-6),
     "flatten": lambda T: T.nn.Flatten(),
     "flatten-opts": lambda T: T.nn.Flatten(0, 2),
     "mse": lambda T: T.nn.MSELoss(),
@@ -868,6 +891,22 @@ VALUE_CASES = {
     "flatten-opts": ("flatten-opts", [(2, 3, 4, 5)]),
     "identity": ("identity", [(2, 3)]),
     "sequential": ("sequential", [(4, 2)]),
+    # second tier
+    "elu": ("elu", [(3, 4)]),
+    "mish": ("mish", [(3, 4)]),
+    "hardtanh": ("hardtanh", [(3, 4)]),
+    "relu6": ("relu6", [(3, 4)]),
+    "prelu": ("prelu", [(3, 4)]),
+    "prelu-3": ("prelu-3", [(2, 3, 4, 2)]),
+    "glu": ("glu", [(3, 4)]),
+    "softmax2d": ("softmax2d", [(2, 3, 4, 5)]),
+    "unflatten": ("unflatten", [(4, 6, 2)]),
+    "unflatten-list": ("unflatten-list", [(3, 8)]),
+    "smoothl1": ("smoothl1", [(3, 4), (3, 4)]),
+    "huber": ("huber", [(3, 4), (3, 4)]),
+    "kldiv": ("kldiv", [(3, 4), (3, 4)]),
+    "pairwise-distance": ("pairwise-distance", [(3, 4), (3, 4)]),
+    "cosine-similarity": ("cosine-similarity", [(3, 4), (3, 4)]),
 }
 
 
@@ -883,7 +922,11 @@ def test_layer_forward_backward_matches_torch(case):
 
 @needs_F
 @needs_torch
-@pytest.mark.parametrize("layer", ["relu-inplace", "leakyrelu-opts", "silu-inplace"])
+@pytest.mark.parametrize(
+    "layer",
+    ["relu-inplace", "leakyrelu-opts", "silu-inplace"]
+    + ["elu-opts", "mish-inplace", "hardtanh-inplace", "relu6-inplace"],  # second tier
+)
 def test_inplace_activations_match_torch(layer):
     nm, tm = _pair_layers(LAYERS[layer])
     a = _randn(3, 4)

@@ -276,7 +276,9 @@ def inplace(self, fn, *args, **kwargs):
             if self._views is not None or self._alias is not None:
                 views_follow(self, None)
         if node.saved and "out" in node.saved:
+            fw = node.saved["out"].fw  # the result's tangent (forward-over-reverse reads it)
             node.saved["out"] = SavedOutput(self)
+            node.saved["out"].fw = fw
     elif self._views is not None or self._basev is not None or self._alias is not None:
         views_follow(self, None)  # not recorded (no_grad): the views still follow (PyTorch)
     return self

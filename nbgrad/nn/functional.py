@@ -10,7 +10,8 @@ import numpy as np
 from .. import dtypes as _dt, random as _random
 from .._tensor import Tensor
 from ..autograd import inplace as _inplace
-from ..creation import _type_name
+from ..creation import _type_name, full_like as _full_like, zeros_like as _zeros_like
+from ..grad_mode import no_grad as _no_grad
 from ..ops import pointwise_fns as _api, softmax as _softmax
 from ..ops.dispatch import (
     broadcast_error as _broadcast_error,
@@ -19,8 +20,10 @@ from ..ops.dispatch import (
 )
 from ..ops.linalg import einsum as _einsum, matmul as _matmul
 from ..ops.nn import (
+    activation as _activation,
     attention as _attention,
     conv as _conv,
+    distance as _distance,
     embedding as _embedding,
     linear as _linear,
     loss as _loss,
@@ -33,8 +36,11 @@ from ..ops.nn._common import (
     check_no_grad as _no_grad_arg,
     size_str as _size,
 )
+from ..ops.pointwise import UNLISTED as _UNLISTED
 from ..ops.registry import REGISTRY as _R, write_out as _write_out
 from ..ops.shape import broadcast_tensors as _broadcast_tensors
+
+_XLOGY = _UNLISTED["xlogy"]
 
 __all__ = [
     "avg_pool2d",
@@ -68,6 +74,23 @@ __all__ = [
     "softmax",
     "softplus",
     "tanh",
+]
+__all__ += [  # second tier
+    "cosine_embedding_loss",
+    "cosine_similarity",
+    "elu",
+    "elu_",
+    "glu",
+    "hardtanh",
+    "hardtanh_",
+    "huber_loss",
+    "kl_div",
+    "margin_ranking_loss",
+    "mish",
+    "pairwise_distance",
+    "prelu",
+    "relu6",
+    "smooth_l1_loss",
 ]
 
 _make = Tensor._make
@@ -714,6 +737,7 @@ def sigmoid(input):
 
 def gelu(input, approximate="none"):
     _tensor_arg(input, "gelu")
+    _float_only(input, "GeluKernelImpl")
     if approximate == "none":
         return _unary(_R["gelu"], input)
     if approximate == "tanh":
@@ -723,6 +747,7 @@ def gelu(input, approximate="none"):
 
 def silu(input, inplace=False):
     _tensor_arg(input, "silu")
+    _float_only(input, "silu_cpu")
     if inplace:
         return _inplace.inplace(input, silu)
     return _unary(_R["silu"], input)
@@ -730,11 +755,13 @@ def silu(input, inplace=False):
 
 def softplus(input, beta=1.0, threshold=20.0):
     _tensor_arg(input, "softplus")
+    _float_only(input, "softplus_cpu")
     return _pointwise(_R["softplus"], (input,), (float(beta), float(threshold)))
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     _tensor_arg(input, "leaky_relu")
+    _float_only(input, "leaky_relu_cpu")
     if inplace:
         return _inplace.inplace(input, leaky_relu, negative_slope)
     return _pointwise(_R["leaky_relu"], (input,), (float(negative_slope),))
@@ -770,26 +797,36 @@ def _reduction(size_average, reduce, reduction, stacklevel=4):
     return reduction
 
 
-def _elementwise_loss_args(input, target, size_average, reduce, reduction, fname):
-    """The mse_loss / l1_loss prelude: checks, PyTorch's size warning, the reduction, and
-    ``input``/``target`` broadcast to one shape."""
-    _tensor_arg(input, fname)
-    _tensor_arg(target, fname, "target", 2)
+def _size_warning(input, target, stacklevel):
+    """PyTorch's warning for a target that broadcasts to the input, attributed ``stacklevel``
+    frames up from the caller of this function."""
     if tuple(target.shape) != tuple(input.shape):
         warnings.warn(
             "Using a target size (%s) that is different to the input size (%s). This "
             "will likely lead to incorrect results due to broadcasting. Please ensure "
             "they have the same size." % (_size(target.shape), _size(input.shape)),
             UserWarning,
-            stacklevel=3,
+            stacklevel=stacklevel + 1,
         )
+
+
+def _broadcast_pair(input, target):
+    if tuple(input.shape) == tuple(target.shape):
+        return input, target
+    try:
+        return _broadcast_tensors(input, target)
+    except (RuntimeError, ValueError):
+        raise _broadcast_error((input, target)) from None
+
+
+def _elementwise_loss_args(input, target, size_average, reduce, reduction, fname):
+    """The mse_loss / l1_loss / smooth_l1_loss prelude: checks, PyTorch's size warning, the
+    reduction, and ``input``/``target`` broadcast to one shape."""
+    _tensor_arg(input, fname)
+    _tensor_arg(target, fname, "target", 2)
+    _size_warning(input, target, 3)
     reduction = _reduction(size_average, reduce, reduction, stacklevel=4)
-    x, t = input, target
-    if tuple(x.shape) != tuple(t.shape):
-        try:
-            x, t = _broadcast_tensors(x, t)
-        except (RuntimeError, ValueError):
-            raise _broadcast_error((input, target)) from None
+    x, t = _broadcast_pair(input, target)
     return x, t, reduction
 
 
@@ -924,6 +961,303 @@ def binary_cross_entropy_with_logits(
         if t is not None:
             np.broadcast_shapes(tuple(t.shape), tuple(x.shape))
     return _loss.binary_cross_entropy_with_logits(x, target, weight, pos_weight, reduction)
+
+
+# ---------------------------------------------------------------------------------------------
+# second-tier activations (registry ops), losses and distances (composed as PyTorch composes
+# them, so the node names match; smooth_l1 and huber are fused Numba ops)
+
+
+def _number_arg(x, fn, name, pos):
+    """A Scalar argument as PyTorch's parser takes one: Python and numpy numbers, bool."""
+    if isinstance(x, (bool, int, float, np.integer, np.floating)):
+        return float(x)
+    raise TypeError(
+        "%s(): argument '%s' (position %d) must be Number, not %s" % (fn, name, pos, _type_name(x))
+    )
+
+
+def _int_arg(x, fn, name, pos):
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        return int(x)
+    raise TypeError(
+        "%s(): argument '%s' (position %d) must be int, not %s" % (fn, name, pos, _type_name(x))
+    )
+
+
+def _float_only(input, kernel):
+    """PyTorch's error for an integer or bool tensor given to a float-only kernel."""
+    if not input._dtype.is_inexact:
+        raise NotImplementedError(
+            "\"%s\" not implemented for '%s'" % (kernel, input._dtype._legacy)
+        )
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """``x`` above 0, ``alpha * (exp(x) - 1)`` below.  In place the node is PyTorch's
+    EluBackward1 (its backward reads the result, and rejects a negative ``alpha``)."""
+    _tensor_arg(input, "elu")
+    alpha = _number_arg(alpha, "elu", "alpha", 2)
+    _float_only(input, "elu_cpu")
+    if inplace:
+        return _inplace.inplace(input, _elu_result, alpha)
+    return _pointwise(_R["elu"], (input,), (alpha,))
+
+
+def _elu_result(input, alpha):
+    return _pointwise(_R["elu.result"], (input,), (alpha,))
+
+
+def elu_(input, alpha=1.0):
+    return elu(input, alpha, inplace=True)
+
+
+def mish(input, inplace=False):
+    """``x * tanh(softplus(x))`` (MishBackward0, in place too, as in PyTorch)."""
+    _tensor_arg(input, "mish")
+    _float_only(input, "mish_cpu")
+    if inplace:
+        return _inplace.inplace(input, _mish)
+    return _mish(input)
+
+
+def _mish(input):
+    return _unary(_R["mish"], input)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """``clamp(x, min_val, max_val)`` recorded as HardtanhBackward0; integer tensors keep their
+    dtype with the bounds truncated (PyTorch's legacy rule), bool tensors are rejected."""
+    _tensor_arg(input, "hardtanh")
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    if inplace:
+        return _inplace.inplace(input, _hardtanh, min_val, max_val)
+    return _hardtanh(input, min_val, max_val)
+
+
+def _hardtanh(input, min_val, max_val):
+    dt = input._dtype
+    if dt is _dt.bool:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if not dt.is_inexact:
+        lo, hi = int(min_val), int(max_val)
+        if dt is _dt.uint8 and (lo < 0 or hi < 0):
+            raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+        return _api.clamp(input, lo, hi)
+    return _pointwise(_R["hardtanh"], (input,), (float(min_val), float(max_val)))
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def relu6(input, inplace=False):
+    """``hardtanh(x, 0, 6)`` (HardtanhBackward0, as in PyTorch)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def prelu(input, weight):
+    """``x`` above 0, ``weight * x`` below, ``weight`` (one value, or one per channel: dim 1)
+    broadcast like PyTorch's prelu (PreluKernelBackward0 over the reshaped weight)."""
+    _tensor_arg(input, "prelu")
+    _tensor_arg(weight, "prelu", "weight", 2)
+    if input._dtype is not weight._dtype:
+        raise RuntimeError(
+            "prelu: Type promoting not supported. Got %s and %s"
+            % (input._dtype._legacy, weight._dtype._legacy)
+        )
+    nd, nw = input.ndim, weight.numel()
+    if nw != 1:
+        if nd == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = input.shape[1] if nd > 1 else 1
+        if channels != nw:
+            raise RuntimeError(
+                "Mismatch of parameter numbers and input channel size. Found parameter numbers "
+                "= %d and channel size = %d." % (nw, channels)
+            )
+    if weight.ndim > 1:
+        raise RuntimeError(
+            "prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = %d" % weight.ndim
+        )
+    _float_only(input, "prelu_cpu")
+    if nd != weight.ndim:
+        shape = [1] * nd
+        if nd > 1:
+            shape[1] = nw
+        weight = weight.reshape(shape)
+    return _pointwise(_R["prelu"], (input, weight))
+
+
+def glu(input, dim=-1):
+    """``a * sigmoid(b)`` for the two halves of ``input`` along ``dim`` (one Numba kernel each
+    way, GluBackward0)."""
+    _tensor_arg(input, "glu")
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    return _activation.glu(input, _int_arg(dim, "glu", "dim", 2))
+
+
+def _apply_reduction(loss, reduction):
+    """ATen's apply_loss_reduction."""
+    if reduction == "none":
+        return loss
+    return loss.sum() if reduction == "sum" else loss.mean()
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """Fused Numba forward and backward (SmoothL1LossBackward0); ``beta == 0`` is l1_loss, as
+    in PyTorch."""
+    x, t, reduction = _elementwise_loss_args(
+        input, target, size_average, reduce, reduction, "smooth_l1_loss"
+    )
+    if beta == 0.0:
+        return _apply_reduction((x - t).abs(), reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    return _loss.smooth_l1_loss(x, t, reduction, float(beta))
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """Fused Numba forward and backward (HuberLossBackward0); ``weight`` multiplies the
+    unreduced loss (PyTorch's composite)."""
+    _tensor_arg(input, "huber_loss")
+    _tensor_arg(target, "huber_loss", "target", 2)
+    _size_warning(input, target, 2)
+    x, t = _broadcast_pair(input, target)
+    if weight is None:
+        reduction = _reduction(None, None, reduction)
+        return _loss.huber_loss(x, t, reduction, _huber_delta(delta))
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    loss = _loss.huber_loss(x, t, "none", _huber_delta(delta)) * weight
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(
+            "Invalid reduction mode: %s. Expected one of 'none', 'mean', 'sum'." % reduction
+        )
+    return _apply_reduction(loss, reduction)
+
+
+def _huber_delta(delta):
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    return float(delta)
+
+
+_KL_MEAN_WARNING = (
+    "reduction: 'mean' divides the total loss by both the batch size and the support size."
+    "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+    "'mean' will be changed to behave the same as 'batchmean' in the next major release."
+)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """PyTorch's composite: ``xlogy(t, t) - t * input`` (or ``exp(t) * (t - input)`` with
+    ``log_target``), reduced; ``'batchmean'`` is the sum over the batch size."""
+    _tensor_arg(input, "kl_div")
+    _tensor_arg(target, "kl_div", "target", 2)
+    if size_average is not None or reduce is not None:
+        red = _reduction(size_average, reduce, reduction)
+    else:
+        if reduction == "mean":
+            warnings.warn(_KL_MEAN_WARNING, stacklevel=2)
+        red = "sum" if reduction == "batchmean" else _reduction(None, None, reduction)
+    if input._dtype.is_complex or target._dtype.is_complex:
+        raise RuntimeError("kl_div: Complex inputs not supported.")
+    if not (input._dtype.is_inexact and target._dtype.is_inexact):
+        raise RuntimeError("kl_div: Integral inputs not supported.")
+    if log_target:
+        out = target.exp() * (target - input)
+    else:
+        out = _pointwise(_XLOGY, (target, target)) - target * input
+    out = _apply_reduction(out, red)
+    if reduction == "batchmean" and input.ndim != 0:
+        out = out / input.shape[0]
+    return out
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """PyTorch's composite: each input divided by its norm along ``dim`` (clamped to ``eps``
+    without recording the clamp), then the product summed (SumBackward1)."""
+    _tensor_arg(x1, "cosine_similarity", "x1")
+    _tensor_arg(x2, "cosine_similarity", "x2", 2)
+    dt = _dt.result_type(x1, x2)
+    if not dt.is_floating_point:
+        raise RuntimeError(
+            "expected common dtype to be floating point, yet common dtype is %s" % dt._legacy
+        )
+    x1 = x1 if x1._dtype.is_inexact else x1.to(dt)
+    x2 = x2 if x2._dtype.is_inexact else x2.to(dt)
+    if tuple(x1.shape) != tuple(x2.shape):
+        try:
+            shape = np.broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
+        except ValueError:
+            raise _broadcast_error((x1, x2)) from None
+        x1, x2 = x1.expand(shape), x2.expand(shape)
+    n1 = x1.norm(2, dim, keepdim=True).clone()
+    n2 = x2.norm(2, dim, keepdim=True).clone()
+    with _no_grad():
+        n1.clamp_min_(eps)
+        n2.clamp_min_(eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """``norm(x1 - x2 + eps, p)`` over the last dim (PyTorch's at::norm: NormBackward1)."""
+    _tensor_arg(x1, "pairwise_distance", "x1")
+    _tensor_arg(x2, "pairwise_distance", "x2", 2)
+    d = _loss.add_scalar(x1 - x2, eps)
+    return _distance.aten_norm(d, p, max(x1.ndim, x2.ndim) - 1, keepdim)
+
+
+def cosine_embedding_loss(
+    input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"
+):
+    """PyTorch's composite: ``1 - cos`` where target is 1, ``max(cos - margin, 0)`` where it is
+    -1, 0 elsewhere; ``cos`` over dim 1 (2-D inputs, 1-D target) or 0 (1-D inputs, 0-D)."""
+    fn = "cosine_embedding_loss"
+    _tensor_arg(input1, fn, "input1")
+    _tensor_arg(input2, fn, "input2", 2)
+    _tensor_arg(target, fn, "target", 3)
+    reduction = _reduction(size_average, reduce, reduction)
+    td = target.ndim
+    if td not in (0, 1):
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if input1.ndim != td + 1 or input2.ndim != td + 1:
+        raise RuntimeError(
+            "%dD target tensor expects %dD input tensors, but found inputs with sizes %s and %s."
+            % (td, td + 1, list(input1.shape), list(input2.shape))
+        )
+    eps = 1e-12  # ATen's EPSILON
+    prod_sum = (input1 * input2).sum(td)
+    mag_square1 = _loss.add_scalar((input1 * input1).sum(td), eps)
+    mag_square2 = _loss.add_scalar((input2 * input2).sum(td), eps)
+    cos = prod_sum / (mag_square1 * mag_square2).sqrt_()
+    zeros = _zeros_like(cos)
+    pos = _full_like(cos, 1) - cos  # ATen's Scalar - Tensor: empty_like(b).fill_(a).sub_(b)
+    neg = _loss.sub_scalar(cos, margin).clamp_min_(0)
+    out = _api.where(target == 1, pos, zeros) + _api.where(target == -1, neg, zeros)
+    return _apply_reduction(out, reduction)
+
+
+def margin_ranking_loss(
+    input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"
+):
+    """PyTorch's composite: ``max(-target * (input1 - input2) + margin, 0)``, reduced."""
+    fn = "margin_ranking_loss"
+    _tensor_arg(input1, fn, "input1")
+    _tensor_arg(input2, fn, "input2", 2)
+    _tensor_arg(target, fn, "target", 3)
+    reduction = _reduction(size_average, reduce, reduction)
+    if input1.ndim != input2.ndim or input1.ndim != target.ndim:
+        raise RuntimeError(
+            "margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+            "input1: %s, input2: %s, target: %s "
+            % (_size(input1.shape), _size(input2.shape), _size(target.shape))
+        )
+    out = _loss.add_scalar(-target * (input1 - input2), float(margin)).clamp_min_(0)
+    return _apply_reduction(out, reduction)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ plain arithmetic); see docs/performance.md.
 
 import numpy as np
 
+from ..autograd.batching import batched
 from .formula import vjp_of
 from .registry import FUNCTION, INPLACE, METHOD, OUT, OpDef, register
 
@@ -539,6 +540,104 @@ unary(
     rule="float",
     variants=NONE,
     **no_complex("\"softplus_cpu\" not implemented for '%s'"),
+)
+# elu: PyTorch's kernel (expm1 below 0, so elu(-0.0) is -0.0); its backward elu_backward is one
+# differentiable function (NOTE [backward nodes]).  F.elu(inplace=True) records elu_'s node,
+# whose backward reads the result (EluBackward1; a negative alpha raises there).  At a NaN input
+# the gradients are those of PyTorch's vectorised CPU kernels, which hold for all but the last
+# few elements of a tensor (its scalar tail loop passes the gradient through elu and blocks
+# nothing in hardtanh): NaN for elu, 0 for hardtanh
+ELU = "where(x > 0, x, expm1(x) * alpha)"
+unary(
+    "elu",
+    ELU,
+    "where(x > 0, 1, alpha * exp(x))",
+    "EluBackward0",
+    attrs=("alpha",),
+    double=True,
+    rule="float",
+    variants=NONE,
+    kinks=(0.0,),
+    **no_complex("\"elu_cpu\" not implemented for '%s'"),
+)
+_ELU_RESULT = unary(
+    "elu.result",
+    ELU,
+    "where(out > 0, 1, out + alpha)",
+    "EluBackward1",
+    attrs=("alpha",),
+    double=True,
+    rule="float",
+    variants=NONE,
+    kinks=(0.0,),
+    **no_complex("\"elu_cpu\" not implemented for '%s'"),
+)
+
+
+@batched
+def _elu_result_vjp(node, grads, _vjp=_ELU_RESULT.vjp):
+    """elu_backward's check: the result does not determine the input for a negative alpha."""
+    if node.attrs[0][0] < 0:
+        raise RuntimeError(
+            "In-place elu backward calculation is triggered with a negative slope which is not "
+            "supported. This is caused by calling in-place forward function with a negative "
+            "slope, please call out-of-place version instead."
+        )
+    return _vjp(node, grads)
+
+
+_ELU_RESULT.vjp = _elu_result_vjp
+# mish and its backward as PyTorch's kernels compute them (mish(-inf) and mish'(+-inf) are NaN)
+TSP = "tanh(log1p(exp(x)))"
+unary(
+    "mish",
+    "x * " + TSP,
+    "{0} + x * sigmoid(x) * (1 - {0} * {0})".format(TSP),
+    "MishBackward0",
+    rule="float",
+    variants=NONE,
+    **no_complex("\"mish_cpu\" not implemented for '%s'"),
+)
+# hardtanh is clamp forward (NaN stays NaN); its gradient passes where lo < x < hi
+unary(
+    "hardtanh",
+    CLAMP,
+    "where((x > lo) & (x < hi), 1, 0)",
+    "HardtanhBackward0",
+    attrs=("lo", "hi"),
+    double=True,
+    variants=NONE,
+    saved_names={"self": "x", "min_val": "lo", "max_val": "hi"},
+    **CLAMP_NO_COMPLEX,
+)
+# prelu: PyTorch's _prelu_kernel over the input and the weight reshaped to broadcast (the
+# weight's gradient is summed to its shape centrally); forward mode is PyTorch's formula
+binary(
+    "prelu",
+    "where(x > 0, x, y * x)",
+    "where(x > 0, 1, y)",
+    "where(x > 0, 0, x)",
+    "PreluKernelBackward0",
+    double=True,
+    variants=NONE,
+    kinks=(0.0,),
+    jvp_formula="where(x >= 0, t_x, y * t_x + t_y * x)",
+    saved_names={"self": "x", "weight": "y"},
+    **no_complex("\"prelu_cpu\" not implemented for '%s'"),
+)
+# xlogy(x, y) for F.kl_div (not public here; TODO(#12): the public xlogy replaces it): NaN where
+# y is, 0 where x == 0; PyTorch's partials (xlogy(g, y) masked to 0 where x == 0 and y <= 0)
+pointwise(
+    "xlogy",
+    "where(y != y, y, where(x == 0, 0, x * log(y)))",
+    (
+        "where((x == 0) & (y <= 0), 0, where(y != y, y, where(g == 0, 0, g * log(y))))",
+        "x / y",
+    ),
+    "XlogyBackward0",
+    args=("x", "y"),
+    variants=NONE,
+    listed=False,
 )
 unary(
     "leaky_relu",

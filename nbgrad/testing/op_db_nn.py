@@ -254,6 +254,36 @@ def np_rnn(mode, x, hx, params, layers=1, bidirectional=False, batch_first=False
     return (out, np.stack(hn), np.stack(cn)) if lstm else (out, np.stack(hn))
 
 
+def np_elu(x, alpha=1.0):
+    return np.where(x > 0, x, alpha * np.expm1(x))
+
+
+def np_mish(x):
+    return x * np.tanh(np.log1p(np.exp(x)))
+
+
+def np_smooth_l1(x, t, beta=1.0, reduction="mean", huber=False):
+    z = np.abs(x - t)
+    if huber:
+        loss = np.where(z < beta, 0.5 * z * z, beta * (z - 0.5 * beta))
+    else:
+        loss = np.where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta)
+    return _reduce(loss, reduction)
+
+
+def np_cosine_similarity(a, b, axis=1, eps=1e-8):
+    a, b = np.broadcast_arrays(a, b)
+    na = np.maximum(np.sqrt((a * a).sum(axis, keepdims=True)), eps)
+    nb = np.maximum(np.sqrt((b * b).sum(axis, keepdims=True)), eps)
+    return ((a / na) * (b / nb)).sum(axis)
+
+
+def np_cosine_embedding(a, b, y, margin=0.0, reduction="mean"):
+    cos = (a * b).sum(-1) / np.sqrt(((a * a).sum(-1) + 1e-12) * ((b * b).sum(-1) + 1e-12))
+    loss = np.where(y == 1, 1 - cos, 0.0) + np.where(y == -1, np.maximum(cos - margin, 0), 0.0)
+    return _reduce(loss, reduction).astype(a.dtype)
+
+
 def _fn(name):
     """fn(T, ...) calling T.nn.functional.<name>."""
 
@@ -802,6 +832,186 @@ OP_DB_NN = [
         lambda x: x / np.maximum(np.abs(x).sum(0, keepdims=True), 1e-12),
         [(F((3, 4)),)],
         gradgrad=False,
+    ),
+]
+OP_DB_NN += [  # second tier: activations, losses, distances
+    OpInfo(
+        "elu",
+        lambda T, x: _F(T).elu(x),
+        np_elu,
+        [(F((3, 4)),), (F(()),), (F((4, 3), T=True),)],
+        kinks=(0.0,),
+    ),
+    OpInfo(
+        "elu",
+        lambda T, x: _F(T).elu(x, alpha=0.5),
+        lambda x: np_elu(x, 0.5),
+        [(F((2, 3, 4)),)],
+        kinks=(0.0,),
+    ),
+    OpInfo(  # in place: EluBackward1, whose backward reads the result
+        "elu.result",
+        lambda T, x: _F(T).elu(x * 1, alpha=1.5, inplace=True),
+        lambda x: np_elu(x, 1.5),
+        [(F((3, 4)),), (F((4, 3), T=True),)],
+        kinks=(0.0,),
+    ),
+    OpInfo("mish", lambda T, x: _F(T).mish(x), np_mish, [(F((3, 4), -4, 4),), (F(()),)]),
+    OpInfo(
+        "hardtanh",
+        lambda T, x: _F(T).hardtanh(x, -0.5, 1.2),
+        lambda x: np.clip(x, -0.5, 1.2),
+        [(F((3, 4)),), (F((4, 3), T=True),)],
+        kinks=(-0.5, 1.2),
+    ),
+    OpInfo(
+        "hardtanh",
+        lambda T, x: _F(T).relu6(x * 4),
+        lambda x: np.clip(x * 4, 0, 6),
+        [(F((3, 4)),)],
+        kinks=(0.0, 1.5),
+    ),
+    OpInfo(
+        "prelu",
+        lambda T, x, w: _F(T).prelu(x, w),
+        lambda x, w: np.where(x > 0, x, w.reshape((1, -1) + (1,) * (x.ndim - 2)) * x),
+        [(F((2, 3, 4)), F((3,), 0.05, 0.5)), (F((3, 4, 2, 2)), F((4,), -0.5, 0.5))],
+        kinks=(0.0,),
+    ),
+    OpInfo(
+        "prelu",
+        lambda T, x, w: _F(T).prelu(x, w),
+        lambda x, w: np.where(x > 0, x, (w * x).reshape(x.shape)),
+        [(F((3, 4)), F((1,))), (F((5,)), F(())), (F(()), F((1,)))],
+        kinks=(0.0,),
+    ),
+    OpInfo(
+        "glu",
+        lambda T, x: _F(T).glu(x),
+        lambda x: x[..., :2] / (1 + np.exp(-x[..., 2:])),
+        [(F((3, 4)),), (F((4, 4), T=True),)],
+    ),
+    OpInfo(
+        "glu",
+        lambda T, x: _F(T).glu(x, 1),
+        lambda x: x[:, :3] / (1 + np.exp(-x[:, 3:])),
+        [(F((2, 6, 3)),)],
+    ),
+    OpInfo(
+        "smooth_l1_loss",
+        lambda T, x, t: _F(T).smooth_l1_loss(x, t),
+        np_smooth_l1,
+        [(F((3, 4)), F((3, 4))), (F(()), F(()))],
+    ),
+    OpInfo(
+        "smooth_l1_loss",
+        lambda T, x, t: _F(T).smooth_l1_loss(x, t, reduction="none", beta=0.5),
+        lambda x, t: np_smooth_l1(x, t, 0.5, "none"),
+        [(F((3, 4)), N((3, 4))), (F((4, 3), T=True), F((4, 3), T=True))],
+    ),
+    OpInfo(
+        "smooth_l1_loss",
+        lambda T, x, t: _F(T).smooth_l1_loss(x, t, reduction="sum", beta=2.0),
+        lambda x, t: np_smooth_l1(x, t, 2.0, "sum"),
+        [(F((2, 3, 4)), N((3, 4)))],  # a target that broadcasts (with PyTorch's warning)
+    ),
+    OpInfo(
+        "nn.smooth_l1_loss_beta0",
+        lambda T, x, t: _F(T).smooth_l1_loss(x, t, beta=0.0),
+        lambda x, t: np.abs(x - t).mean(),
+        [(F((3, 4)), N((3, 4)))],
+        gradgrad=False,
+    ),
+    OpInfo(
+        "huber_loss",
+        lambda T, x, t: _F(T).huber_loss(x, t),
+        lambda x, t: np_smooth_l1(x, t, 1.0, huber=True),
+        [(F((3, 4)), F((3, 4))), (F(()), F(()))],
+    ),
+    OpInfo(
+        "huber_loss",
+        lambda T, x, t: _F(T).huber_loss(x, t, reduction="none", delta=0.7),
+        lambda x, t: np_smooth_l1(x, t, 0.7, "none", huber=True),
+        [(F((3, 4)), N((3, 4))), (F((4, 3), T=True), N((4, 3)))],
+    ),
+    OpInfo(
+        "nn.huber_loss_weighted",
+        lambda T, x, t, w: _F(T).huber_loss(x, t, reduction="sum", delta=0.5, weight=w),
+        lambda x, t, w: (np_smooth_l1(x, t, 0.5, "none", huber=True) * w).sum(),
+        [(F((3, 4)), N((3, 4)), F((3, 4), 0.5, 2.0))],
+    ),
+    OpInfo(
+        "nn.kl_div",
+        lambda T, x, t: _F(T).kl_div(x, t, reduction="batchmean"),
+        lambda x, t: (t * np.log(t) - t * x).sum() / x.shape[0],
+        [(F((3, 4)), N((3, 4), 0.05, 1.0)), (F((2, 3, 4)), F((2, 3, 4), 0.05, 1.0))],
+    ),
+    OpInfo(
+        "nn.kl_div",
+        lambda T, x, t: _F(T).kl_div(x, t, reduction="none", log_target=True),
+        lambda x, t: np.exp(t) * (t - x),
+        [(F((3, 4)), F((3, 4)))],
+    ),
+    OpInfo(
+        "nn.kl_div",
+        lambda T, x, t: _F(T).kl_div(x, t, reduction="sum"),
+        lambda x, t: (t * np.log(t) - t * x).sum(),
+        [(F((3, 4)), F((4,), 0.05, 1.0))],  # broadcast target that requires grad (xlogy)
+    ),
+    OpInfo(
+        "nn.cosine_similarity",
+        lambda T, a, b: _F(T).cosine_similarity(a, b),
+        np_cosine_similarity,
+        [(F((3, 4)), F((3, 4))), (F((2, 3, 4)), F((3, 4))), (F((3, 4), T=True), F((3, 4)))],
+    ),
+    OpInfo(
+        "nn.cosine_similarity",
+        lambda T, a, b: _F(T).cosine_similarity(a, b, dim=-1, eps=1e-3),
+        lambda a, b: np_cosine_similarity(a, b, -1, 1e-3),
+        [(F((2, 3, 4)), F((4,)))],
+    ),
+    OpInfo(
+        "nn.pairwise_distance",
+        lambda T, a, b: _F(T).pairwise_distance(a, b),
+        lambda a, b: np.sqrt(((a - b + 1e-6) ** 2).sum(-1)),
+        [(F((3, 4)), F((3, 4))), (F((2, 3, 4)), F((4,))), (F((4,)), F((4,)))],
+    ),
+    OpInfo(
+        "nn.pairwise_distance",
+        lambda T, a, b: _F(T).pairwise_distance(a, b, p=3.0, eps=0.1, keepdim=True),
+        lambda a, b: (np.abs(a - b + 0.1) ** 3).sum(-1, keepdims=True) ** (1 / 3),
+        [(F((3, 4)), F((3, 4)))],
+    ),
+    OpInfo(
+        "nn.pairwise_distance",
+        lambda T, a, b: _F(T).pairwise_distance(a, b, p=1.0),
+        lambda a, b: np.abs(a - b + 1e-6).sum(-1),
+        [(F((3, 4)), N((3, 4)))],
+        gradgrad=False,
+    ),
+    OpInfo(
+        "nn.cosine_embedding_loss",
+        lambda T, a, b, y: _F(T).cosine_embedding_loss(a, b, y),
+        np_cosine_embedding,
+        [(F((3, 4)), F((3, 4)), I([1, -1, 1])), (F((4,)), F((4,)), I(-1))],
+    ),
+    OpInfo(
+        "nn.cosine_embedding_loss",
+        lambda T, a, b, y: _F(T).cosine_embedding_loss(a, b, y, -0.2, reduction="none"),
+        lambda a, b, y: np_cosine_embedding(a, b, y, -0.2, "none"),
+        [(F((4, 3)), F((4, 3)), I([1, -1, -1, 0]))],
+    ),
+    OpInfo(
+        "nn.margin_ranking_loss",
+        lambda T, a, b, y: _F(T).margin_ranking_loss(a, b, y, 0.3),
+        lambda a, b, y: np.maximum(-y * (a - b) + 0.3, 0).mean(),
+        [(F((5,)), F((5,)), I([1, -1, 1, -1, 1]))],
+    ),
+    OpInfo(
+        "nn.margin_ranking_loss",
+        lambda T, a, b, y: _F(T).margin_ranking_loss(a, b, y, reduction="none"),
+        lambda a, b, y: np.maximum(-y * (a - b), 0),
+        [(F((2, 3)), F((2, 1)), F((1, 3)))],
     ),
 ]
 

@@ -265,27 +265,6 @@ KNOWN = [
         """,
         "new (fuzz): mean-reduced loss backward over an empty input divides by zero (reductions)",
     ),
-    Known(
-        "raises ZeroDivisionError @ backward via bce_logits",
-        """
-        x0 = T.zeros((2, 0), dtype=T.float64, requires_grad=True)
-        x1 = T.zeros((2, 0), dtype=T.float64)
-        x2 = F.binary_cross_entropy_with_logits(x0, x1)
-        (x2.sum()).backward()
-        """,
-        "new (fuzz): mean-reduced loss backward over an empty input divides by zero (reductions)",
-    ),
-    Known(
-        "raises ZeroDivisionError @ backward via squeeze",
-        """
-        x5 = T.zeros((0,), dtype=T.float64, requires_grad=True)
-        x6 = T.zeros((0,), dtype=T.float64)
-        x7 = F.binary_cross_entropy(T.sigmoid(x5), x6.clamp(0, 1))
-        x8 = x7.squeeze(-1)
-        grads = T.autograd.grad(x8.sum(), [x5], allow_unused=True)
-        """,
-        "new (fuzz): mean-reduced loss backward over an empty input divides by zero (reductions)",
-    ),
     # -- shape / linalg / creation
     Known(
         "stride @ conv1d",

@@ -183,3 +183,37 @@ def mse_bwd_cpu(x, t, g, scale, gx):
     for k in range(x.size):
         gk = (g[0] if shared else g[k]) * scale
         gx[k] = 2.0 * gk * (x[k] - t[k])
+
+
+@njit(**JIT)
+def smooth_l1_fwd_cpu(x, t, beta, huber, out):
+    """smooth_l1 (``huber`` False): 0.5 z^2 / beta below beta, z - 0.5 beta above;
+    huber: 0.5 z^2 below delta (= beta), delta (z - 0.5 delta) above; z = |x - t|."""
+    total = 0.0
+    for k in range(x.size):
+        z = abs(x[k] - t[k])
+        if huber:
+            v = 0.5 * z * z if z < beta else beta * (z - 0.5 * beta)
+        else:
+            v = 0.5 * z * z / beta if z < beta else z - 0.5 * beta
+        out[k] = v
+        total += v
+    return total
+
+
+@njit(**JIT)
+def smooth_l1_bwd_cpu(x, t, g, beta, huber, scale, gx):
+    """gx = g * scale * (d / beta inside (-beta, beta), else sign(d)), times delta for huber;
+    d = x - t (NaN stays NaN; the target's gradient is -gx)."""
+    shared = g.size == 1
+    cap = beta if huber else 1.0
+    inv = 1.0 if huber else 1.0 / beta
+    for k in range(x.size):
+        gk = (g[0] if shared else g[k]) * scale
+        d = x[k] - t[k]
+        if d >= beta:
+            gx[k] = cap * gk
+        elif d <= -beta:
+            gx[k] = -cap * gk
+        else:
+            gx[k] = d * inv * gk

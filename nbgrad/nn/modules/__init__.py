@@ -1,29 +1,42 @@
 """Layers.  ``module.py`` holds the Module base and the hook protocol."""
 
 from .activation import (
+    ELU,
     GELU,
+    GLU,
+    Hardtanh,
     LeakyReLU,  # noqa: F401
     LogSoftmax,
+    Mish,
     MultiheadAttention,
+    PReLU,
     ReLU,
+    ReLU6,
     Sigmoid,
     SiLU,
     Softmax,
+    Softmax2d,
     Softplus,
     Tanh,
 )
 from .container import ModuleDict, ModuleList, Sequential  # noqa: F401
 from .conv import Conv1d, Conv2d  # noqa: F401
+from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
 from .dropout import Dropout  # noqa: F401
-from .flatten import Flatten  # noqa: F401
+from .flatten import Flatten, Unflatten  # noqa: F401
 from .linear import Bilinear, Identity, Linear  # noqa: F401
 from .loss import (
     BCELoss,  # noqa: F401
     BCEWithLogitsLoss,
+    CosineEmbeddingLoss,
     CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
     L1Loss,
+    MarginRankingLoss,
     MSELoss,
     NLLLoss,
+    SmoothL1Loss,
 )
 from .module import Module  # noqa: F401
 from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm  # noqa: F401
@@ -76,4 +89,21 @@ __all__ = [
     "RNNCell",
     "LSTMCell",
     "GRUCell",
+]
+__all__ += [  # second tier
+    "ELU",
+    "GLU",
+    "Hardtanh",
+    "Mish",
+    "PReLU",
+    "ReLU6",
+    "Softmax2d",
+    "Unflatten",
+    "SmoothL1Loss",
+    "HuberLoss",
+    "KLDivLoss",
+    "CosineEmbeddingLoss",
+    "MarginRankingLoss",
+    "PairwiseDistance",
+    "CosineSimilarity",
 ]

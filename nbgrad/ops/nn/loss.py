@@ -9,7 +9,7 @@ import numpy as np
 from ... import dtypes as _dt
 from ..._tensor import Tensor
 from ...autograd.batching import batched
-from ...grad_mode import STATE
+from ...grad_mode import STATE, no_grad
 from ...kernels.cpu import index as KI, loss as KL
 from .. import pointwise_fns as _pw
 from ..dispatch import any_strided, torch_layout
@@ -21,7 +21,9 @@ _make = Tensor._make
 
 
 def _reduce_scale(reduction, n):
-    return 1.0 / n if reduction == "mean" else 1.0
+    if reduction != "mean":
+        return 1.0
+    return 1.0 / n if n else float("nan")  # the mean of nothing: an empty gradient anyway
 
 
 def _reduced(out, total, reduction, n, dtype):
@@ -42,6 +44,30 @@ def div_scalar(t, c):
     """``t / c`` for a Python number ``c`` recorded as PyTorch's Tensor-by-Scalar DivBackward1
     (the mean of F.cross_entropy with class probabilities)."""
     return div_scalar.op.record(np.asarray(t._data / t._data.dtype.type(c)), (t,), attrs=c)
+
+
+@batched
+def _identity_vjp(node, grads):
+    return (grads[0],)
+
+
+def _with_scalar(f, t, c):
+    """``f(t, c)``'s values (PyTorch's promotion) without a node."""
+    with no_grad():
+        return f(t.detach(), c)._data
+
+
+@internal_op("add_scalar", "nn", node="AddBackward1", vjp=_identity_vjp)
+def add_scalar(t, c):
+    """``t + c`` for a Python number ``c`` recorded as ATen's add(Tensor, Scalar)
+    (AddBackward1, one input), as PyTorch's C++ composites (pairwise_distance, ...) record it."""
+    return add_scalar.op.record(_with_scalar(_pw.add, t, c), (t,))
+
+
+@internal_op("sub_scalar", "nn", node="SubBackward1", vjp=_identity_vjp)
+def sub_scalar(t, c):
+    """``t - c`` recorded as ATen's sub(Tensor, Scalar) (SubBackward1)."""
+    return sub_scalar.op.record(_with_scalar(_pw.sub, t, c), (t,))
 
 
 # -- mean squared error ------------------------------------------------------------------------
@@ -409,3 +435,82 @@ def binary_cross_entropy_with_logits(x, t, weight=None, pos_weight=None, reducti
     return binary_cross_entropy_with_logits.op.record(
         res, (x, t), saved={"w": wa, "pw": pwa}, attrs=(reduction, out.size)
     )
+
+
+# -- smooth L1 / Huber -------------------------------------------------------------------------
+
+
+def _smooth_l1_vjp(node, grads):
+    g = grads[0]
+    reduction, n, beta, huber = node.attrs
+    x, t = node.unpack("x"), node.unpack("t")
+    scale = _reduce_scale(reduction, n)
+    if not STATE.enabled:
+        cd = compute_dtype(g._dtype)
+        gx = np.empty(x.shape, cd)
+        KL.smooth_l1_bwd_cpu(
+            carray(x, cd).reshape(-1),
+            carray(t, cd).reshape(-1),
+            carray(g, cd).reshape(-1),
+            cd.type(beta),
+            huber,
+            scale,
+            gx.reshape(-1),
+        )
+        gx = gx.astype(g._dtype.np, copy=False)
+        return (_make(gx) if needs(node, 0) else None, _make(-gx) if needs(node, 1) else None)
+    # create_graph: PyTorch's smooth_l1_loss_backward from differentiable ops (NaN stays NaN)
+    d = x - t
+    cap = beta if huber else 1.0
+    inner = d if huber else d / beta
+    gd = _pw.where(d >= beta, cap, _pw.where(d <= -beta, -cap, inner)) * g
+    if scale != 1.0:
+        gd = gd * scale
+    return (gd if needs(node, 0) else None, -gd if needs(node, 1) else None)
+
+
+def _smooth_l1(x, t, reduction, beta, huber, opdef):
+    dt = _dt.result_type(x, t)
+    if not dt.is_floating_point:
+        name = "huber_cpu" if huber else "smooth_l1_cpu"
+        raise NotImplementedError("\"%s\" not implemented for '%s'" % (name, dt._legacy))
+    cd = compute_dtype(dt)
+    out = np.empty(x.shape, cd)
+    total = KL.smooth_l1_fwd_cpu(
+        carray(x, cd).reshape(-1), carray(t, cd).reshape(-1), cd.type(beta), huber, out.reshape(-1)
+    )
+    res = _reduced(out, total, reduction, out.size, cd).astype(dt.np, copy=False)
+    if reduction == "none" and res.ndim > 1 and any_strided((x._data, t._data)):
+        res = torch_layout(res, (x._data, t._data))
+    return opdef.record(res, (x, t), attrs=(reduction, out.size, float(beta), huber))
+
+
+@op(
+    "smooth_l1_loss",
+    "nn",
+    node="SmoothL1LossBackward0",
+    vjp=_smooth_l1_vjp,
+    args=("x", "t"),
+    saves=("x", "t"),
+    kernels=CPU,
+    double=True,  # NOTE [backward nodes]: smooth_l1_loss_backward
+)
+def smooth_l1_loss(x, t, reduction="mean", beta=1.0):
+    """Same-shape ``x`` and ``t``, ``beta > 0`` (F.smooth_l1_loss broadcasts, checks ``beta``
+    and sends ``beta == 0`` to l1_loss, as PyTorch does)."""
+    return _smooth_l1(x, t, reduction, beta, False, smooth_l1_loss.op)
+
+
+@op(
+    "huber_loss",
+    "nn",
+    node="HuberLossBackward0",
+    vjp=_smooth_l1_vjp,
+    args=("x", "t"),
+    saves=("x", "t"),
+    kernels=CPU,
+    double=True,  # NOTE [backward nodes]: huber_loss_backward
+)
+def huber_loss(x, t, reduction="mean", delta=1.0):
+    """Same-shape ``x`` and ``t``, ``delta > 0`` (checked by F.huber_loss)."""
+    return _smooth_l1(x, t, reduction, delta, True, huber_loss.op)
