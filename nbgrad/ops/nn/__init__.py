@@ -6,3 +6,7 @@ from . import conv, embedding, linear, loss, norm, pad, pool
 from .attention import scaled_dot_product_attention  # noqa: F401  (registers the op)
 
 __all__ = ["conv", "embedding", "linear", "loss", "norm", "pad", "pool"]
+
+from . import upsample  # noqa: E402  (second tier: registers the upsampling ops)
+
+__all__ += ["upsample"]
