@@ -1047,9 +1047,10 @@ def instance_norm(
     rep = [None if t is None else t.repeat(b) for t in (weight, bias, running_mean, running_var)]
     xr = x.contiguous().view(1, b * c, *x.shape[2:])
     out = batch_norm(xr, rep[2], rep[3], rep[0], rep[1], use_input_stats, momentum, eps)
-    for buf, r in ((running_mean, rep[2]), (running_var, rep[3])):
-        if buf is not None:
-            buf.copy_(r.view(b, c).mean(0))
+    if use_input_stats:
+        for buf, r in ((running_mean, rep[2]), (running_var, rep[3])):
+            if buf is not None:
+                buf.copy_(r.view(b, c).mean(0))
     return out.view(*x.shape)
 
 

@@ -296,7 +296,8 @@ class _ConvTransposeNd(_ConvNd):
             if size < min_size or size > max_size:
                 raise ValueError(
                     f"requested an output size of {output_size}, but valid sizes range "
-                    f"from {min_sizes} to {max_sizes} (for an input of {input.size()[2:]})"
+                    f"from {min_sizes} to {max_sizes} (for an input of "
+                    f"torch.Size({list(input.shape[2:])}))"
                 )
         return [output_size[d] - min_sizes[d] for d in range(num_spatial_dims)]
 

@@ -106,9 +106,9 @@ def _offsets_repr(v, t):
     return "%d\n[ torch.%sTensor{} ]" % (v, t._dtype._legacy)
 
 
-def bags(ia, oa, include_last_offset, offsets=None):
-    """Validate the offsets ``oa`` of the flat indices ``ia`` and return (starts, ends, bag_of)
-    (NOTE [user indices]: run in the forward and again in backward)."""
+def _bags(ia, oa, include_last_offset, offsets=None):
+    """Validate the offsets ``oa`` of the flat indices ``ia`` (NOTE [user indices]) and return
+    (starts, ends, bag_of): the bags' entry ranges and each entry's bag (-1: none)."""
     n = ia.shape[0]
     oa = oa.astype(np.int64, copy=False).reshape(-1)
     if oa.shape[0]:
@@ -161,19 +161,20 @@ def _check_bag_indices(ia, V, mode):
 
 
 def _bag_state(node):
-    """The indices, offsets and bag layout for backward: the saved tensors (version-checked),
-    their current values validated again (NOTE [saved indices] in ops/indexing.py)."""
+    """The current indices for backward: the saved tensor, version-checked, its values
+    validated again (NOTE [saved indices] in ops/indexing.py).  The offsets are version-checked
+    too, but the bags are the ones of the forward (as in PyTorch, which saves offset2bag); mode
+    'max' reads neither (its gradient goes to the argmax rows saved by the forward)."""
     V, mode, pad, ilo, freq, n, B = node.attrs
-    idx, off = node.unpack("idx"), node.unpack("off")
-    ia, oa = idx._data, off._data
-    if ia.shape != (n,) or ia.dtype.kind not in "iu" or oa.dtype.kind not in "iu":
+    ia = node.unpack("idx")._data
+    node.unpack("off")
+    if mode == KE.MAX:  # the gradient goes to the saved argmax rows: the indices are not read
+        return None, None
+    if ia.shape != (n,) or ia.dtype.kind not in "iu":
         raise RuntimeError("embedding_bag: the indices were replaced after the forward")
     ia = ia.astype(np.int64)
     _check_bag_indices(ia, V, mode)
-    starts, _, bag_of = bags(ia, oa, ilo, off)
-    if starts.shape[0] != B:
-        raise RuntimeError("embedding_bag: the offsets were replaced after the forward")
-    return ia, bag_of
+    return ia, node.array("bag_of")
 
 
 # NOTE [bag frequency scale]: PyTorch's CPU backward of embedding_bag with
@@ -186,11 +187,10 @@ def _bag_mult(node, ia, bag_of, psw):
     """Per-entry multiplier of the weight gradient (sum / mean), or None when all ones."""
     V, mode, pad, ilo, freq, n, B = node.attrs
     mult = None
-    if mode == KE.MEAN:
+    if mode == KE.MEAN:  # the bag sizes of the forward
         inbag = bag_of >= 0
-        counts = np.bincount(bag_of[inbag & (ia != pad)], minlength=B)
         mult = np.zeros(n)
-        mult[inbag] = 1.0 / np.maximum(counts[bag_of[inbag]], 1)
+        mult[inbag] = 1.0 / np.maximum(node.array("count")[bag_of[inbag]], 1)
     if freq:  # NOTE [bag frequency scale]
         srt = np.sort(ia)
         group = np.searchsorted(np.unique(srt), ia)
@@ -212,7 +212,9 @@ def _embedding_bag_vjp(node, grads):
         if needs(node, 0):
             out = np.empty((V, D), cd)
             if mode == KE.MAX:
-                bad = KE.embedding_bag_max_bwd_cpu(ga, node.array("maxidx"), out)
+                if KE.embedding_bag_max_bwd_cpu(ga, node.array("maxidx"), out) >= 0:
+                    raise RuntimeError("embedding_bag: a saved max index is out of range")
+                bad = -1
             else:
                 mult = _bag_mult(node, ia, bag_of, psw)
                 if psw is not None:
@@ -281,7 +283,7 @@ def embedding_bag(
     mode_i = _BAG_MODES[mode]
     V, D = weight.shape
     ia = input._data.astype(np.int64, copy=False).reshape(-1)
-    starts, ends, bag_of = bags(ia, offsets._data, include_last_offset, offsets)
+    starts, ends, bag_of = _bags(ia, offsets._data, include_last_offset, offsets)
     _check_bag_indices(ia, V, mode_i)
     B = starts.shape[0]
     cd = compute_dtype(weight._dtype)
@@ -296,7 +298,7 @@ def embedding_bag(
     )
     if bad >= 0:
         raise _bag_index_error(ia, bad, V, mode_i)
-    saved = {"idx": input, "off": offsets}
+    saved = {"idx": input, "off": offsets, "bag_of": bag_of, "count": count}
     if psw is not None:
         saved["psw"] = psw
         if psw._requires_grad:

@@ -247,6 +247,7 @@ def batch_norm_stats(x, running_mean, running_var, w, b, training, momentum, eps
     "nn",
     node="NativeBatchNormBackward0",
     vjp=_bn_vjp,
+    double=False,  # NOTE [backward nodes]
     args=("x", "w", "b"),
     saves=("x", "w"),
     kernels=CPU,
@@ -344,10 +345,11 @@ def _check_group_norm(x, G, w, b):
         )
     for name, t in (("weight", w), ("bias", b)):
         if t is not None and (t.ndim != 1 or t.numel() != C):
+            # PyTorch prints the weight's shape in both messages ([0] without a weight)
             raise RuntimeError(
                 "Expected %s to be a vector of size equal to the number of channels in input, "
                 "but got %s of shape %s and input of shape %s"
-                % (name, name, list(t.shape), list(x.shape))
+                % (name, name, list(w.shape) if w is not None else [0], list(x.shape))
             )
     if not x._dtype.is_floating_point:
         raise NotImplementedError(

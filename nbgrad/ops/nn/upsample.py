@@ -142,9 +142,10 @@ def upsample_geometry(x, out_size, scales, mode, align_corners):
     if any(v <= 0 for v in sp + out_size):
         axes = _AXES[nd]
         raise RuntimeError(
-            "Input and output sizes should be greater than 0, but got input (%s) output (%s)"
+            "Input and output sizes should be greater than 0, but got input (%s)%s output (%s)"
             % (
                 ", ".join("%s: %d" % a for a in zip(axes, sp)),
+                " and" if nd == 1 else "",
                 ", ".join("%s: %d" % a for a in zip(axes, out_size)),
             )
         )
