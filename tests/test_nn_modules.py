@@ -206,6 +206,38 @@ LAYERS = {
 }
 
 
+# second tier: group / instance norm, transposed convolution, adaptive pooling, upsampling,
+# channel dropout
+LAYERS.update(
+    {
+        "groupnorm": lambda T: T.nn.GroupNorm(2, 4),
+        "groupnorm-opts": lambda T: T.nn.GroupNorm(3, 6, eps=1e-3, affine=False),
+        "groupnorm-nobias": lambda T: T.nn.GroupNorm(1, 4, bias=False, dtype=T.float64),
+        "instancenorm2d": lambda T: T.nn.InstanceNorm2d(3),
+        "instancenorm2d-affine-track": lambda T: T.nn.InstanceNorm2d(
+            3, eps=1e-3, momentum=0.2, affine=True, track_running_stats=True
+        ),
+        "convtranspose2d": lambda T: T.nn.ConvTranspose2d(
+            4, 6, 3, stride=2, padding=1, output_padding=1, groups=2
+        ),
+        "convtranspose2d-opts": lambda T: T.nn.ConvTranspose2d(
+            2, 3, (2, 3), stride=(1, 2), dilation=2, bias=False
+        ),
+        "adaptiveavgpool2d": lambda T: T.nn.AdaptiveAvgPool2d((3, None)),
+        "adaptiveavgpool2d-int": lambda T: T.nn.AdaptiveAvgPool2d(2),
+        "upsample": lambda T: T.nn.Upsample(scale_factor=2),
+        "upsample-bilinear": lambda T: T.nn.Upsample(
+            size=(7, 5), mode="bilinear", align_corners=True
+        ),
+        "upsample-nearest-exact": lambda T: T.nn.Upsample(
+            scale_factor=(1.5, 2), mode="nearest-exact"
+        ),
+        "dropout2d": lambda T: T.nn.Dropout2d(0.3),
+        "dropout2d-inplace": lambda T: T.nn.Dropout2d(inplace=True),
+    }
+)
+
+
 def _describe(m):
     return {
         "repr": repr(m),
@@ -908,6 +940,25 @@ VALUE_CASES = {
     "pairwise-distance": ("pairwise-distance", [(3, 4), (3, 4)]),
     "cosine-similarity": ("cosine-similarity", [(3, 4), (3, 4)]),
 }
+
+
+# second tier
+VALUE_CASES.update(
+    {
+        "groupnorm": ("groupnorm", [(2, 4, 3, 5)]),
+        "groupnorm-opts": ("groupnorm-opts", [(3, 6, 4)]),
+        "instancenorm2d": ("instancenorm2d", [(2, 3, 4, 5)]),
+        "instancenorm2d-unbatched": ("instancenorm2d-affine-track", [(3, 4, 5)]),
+        "convtranspose2d": ("convtranspose2d", [(2, 4, 5, 4)]),
+        "convtranspose2d-opts": ("convtranspose2d-opts", [(1, 2, 4, 3)]),
+        "convtranspose2d-unbatched": ("convtranspose2d-opts", [(2, 4, 3)]),
+        "adaptiveavgpool2d": ("adaptiveavgpool2d", [(2, 3, 7, 5)]),
+        "adaptiveavgpool2d-int": ("adaptiveavgpool2d-int", [(3, 5, 5)]),
+        "upsample": ("upsample", [(2, 3, 4, 5)]),
+        "upsample-bilinear": ("upsample-bilinear", [(1, 2, 4, 3)]),
+        "upsample-nearest-exact": ("upsample-nearest-exact", [(1, 2, 5, 3)]),
+    }
+)
 
 
 @needs_F

@@ -1307,3 +1307,422 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     if out is not None:
         return _write_out(res, out, "normalize")
     return res
+
+
+# ---------------------------------------------------------------------------------------------
+# second tier: group / instance norm, transposed convolution, adaptive pooling, interpolate,
+# embedding_bag, dropout2d
+
+from ..ops.nn import upsample as _upsample  # noqa: E402
+
+__all__ += [
+    "adaptive_avg_pool2d",
+    "conv_transpose2d",
+    "dropout2d",
+    "embedding_bag",
+    "group_norm",
+    "instance_norm",
+    "interpolate",
+]
+
+
+def _verify_batch_size(size):
+    prod = size[0]
+    for v in size[2:]:
+        prod *= v
+    if prod == 1:
+        raise ValueError(
+            "Expected more than 1 value per channel when training, got input size %s" % size
+        )
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """PyTorch's group_norm: NativeGroupNormBackward0, fused Numba kernels both ways."""
+    x = _tensor_arg(input, "group_norm")
+    if x.ndim < 2:
+        raise RuntimeError(
+            "Expected at least 2 dimensions for input tensor but received %d" % x.ndim
+        )
+    _verify_batch_size([x.shape[0] * x.shape[1] // num_groups, num_groups] + list(x.shape[2:]))
+    return _norm.group_norm(x.contiguous(), num_groups, weight, bias, eps)
+
+
+def _verify_spatial_size(shape):
+    prod = 1
+    for v in shape[2:]:
+        prod *= v
+    if prod == 1:
+        raise ValueError(
+            "Expected more than 1 spatial element when training, got input size %s" % _size(shape)
+        )
+
+
+def instance_norm(
+    input,
+    running_mean=None,
+    running_var=None,
+    weight=None,
+    bias=None,
+    use_input_stats=True,
+    momentum=0.1,
+    eps=1e-5,
+):
+    """PyTorch's instance_norm: batch norm of the input viewed as (1, N*C, ...) with the
+    parameters and running statistics repeated N times (ViewBackward0 over
+    NativeBatchNormBackward0); the running statistics get the mean over the batch."""
+    x = _tensor_arg(input, "instance_norm")
+    if use_input_stats:
+        _verify_spatial_size(x.shape)
+    elif running_mean is None or running_var is None:
+        raise RuntimeError(
+            "Expected running_mean and running_var to be defined when use_input_stats is false"
+        )
+    b, c = x.shape[0], x.shape[1]
+    rep = [None if t is None else t.repeat(b) for t in (weight, bias, running_mean, running_var)]
+    xr = x.contiguous().view(1, b * c, *x.shape[2:])
+    out = batch_norm(xr, rep[2], rep[3], rep[0], rep[1], use_input_stats, momentum, eps)
+    if use_input_stats:
+        for buf, r in ((running_mean, rep[2]), (running_var, rep[3])):
+            if buf is not None:
+                buf.copy_(r.view(b, c).mean(0))
+    return out.view(*x.shape)
+
+
+def _pair_arg(v):
+    """An int argument of an IntArrayRef[2] parameter becomes (v, v), as PyTorch's parser does."""
+    return v if isinstance(v, (list, tuple)) else (v, v)
+
+
+def conv_transpose2d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+):
+    """The transposed 2-D convolution (ConvolutionBackward0): the adjoint of conv2d in its
+    input, weight laid out (C_in, C_out / groups, kh, kw)."""
+    fname = "conv_transpose2d"
+    x = _tensor_arg(input, fname)
+    _tensor_arg(weight, fname, "weight", 2)
+    if isinstance(padding, str):
+        raise TypeError("conv_transpose2d(): argument 'padding' must be tuple of ints, not str")
+    args = [_pair_arg(v) for v in (stride, padding, output_padding)]
+    dilation = _pair_arg(dilation)
+    if x.ndim not in (3, 4):
+        raise RuntimeError(
+            "Expected 3D (unbatched) or 4D (batched) input to conv_transpose2d, but got input "
+            "of size: %s" % list(x.shape)
+        )
+    if x.ndim == 3:
+        y = _conv.conv_transpose2d(x.unsqueeze(0), weight, bias, *args, groups, dilation)
+        return y.squeeze(0)
+    return _conv.conv_transpose2d(x, weight, bias, *args, groups, dilation)
+
+
+def _list_with_default(out_size, defaults):
+    if isinstance(out_size, (int, np.integer)):
+        return out_size
+    if len(defaults) <= len(out_size):
+        raise ValueError("Input dimension should be at least %d" % (len(out_size) + 1))
+    return [v if v is not None else d for v, d in zip(out_size, defaults[-len(out_size) :])]
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Adaptive average pooling (AdaptiveAvgPool2DBackward0); an output size of 1 x 1 is the
+    mean over the last two dims (MeanBackward1), as in PyTorch."""
+    x = _tensor_arg(input, "adaptive_avg_pool2d")
+    size = _list_with_default(output_size, list(x.shape))
+    size = _pool.adaptive_output_size(_pair_arg(size))
+    if size == (1, 1):
+        return x.mean((-1, -2), keepdim=True)
+    return _pool.adaptive_avg_pool2d(x, _pool.adaptive_avg_pool2d_geometry(x, size))
+
+
+def _adaptive_avg_pool1d(x, output_size):
+    if x.ndim not in (2, 3):
+        raise RuntimeError(
+            "adaptive_avg_pool1d(): Expected 2D or 3D tensor, but got %s" % list(x.shape)
+        )
+    return adaptive_avg_pool2d(x.unsqueeze(-2), (1, int(output_size[0]))).squeeze(-2)
+
+
+_INTERP_MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
+
+
+def _is_integer(v):
+    if isinstance(v, Tensor):
+        return v.numel() == 1 and not v._dtype.is_inexact
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def interpolate(
+    input,
+    size=None,
+    scale_factor=None,
+    mode="nearest",
+    align_corners=None,
+    recompute_scale_factor=None,
+    antialias=False,
+):
+    """PyTorch's F.interpolate for modes nearest, nearest-exact (1-3 spatial dims), linear
+    (1-D), bilinear (2-D) and area (1-D, 2-D); PyTorch's argument handling and errors."""
+    x = _tensor_arg(input, "interpolate")
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError(
+                "align_corners option can only be set with the interpolating modes: "
+                "linear | bilinear | bicubic | trilinear"
+            )
+    elif align_corners is None:
+        align_corners = False
+    dim = x.ndim - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        scale_factors = None
+        if isinstance(size, (list, tuple)):
+            if len(size) != dim:
+                raise ValueError(
+                    "Input and output must have the same number of spatial dimensions, but got "
+                    "input with spatial dimensions of %s and output size of %s. Please provide "
+                    "input tensor in (N, C, d1, d2, ...,dK) format and output size in "
+                    "(o1, o2, ...,oK) format." % (list(x.shape[2:]), size)
+                )
+            if not all(_is_integer(v) for v in size):
+                raise TypeError(
+                    "expected size to be one of int or Tuple[int] or Tuple[int, int] or "
+                    "Tuple[int, int, int], but got size with types %s" % [type(v) for v in size]
+                )
+            output_size = [int(v) for v in size]
+        else:
+            output_size = [int(size) for _ in range(dim)]
+    elif scale_factor is not None:
+        output_size = None
+        if isinstance(scale_factor, (list, tuple)):
+            if len(scale_factor) != dim:
+                raise ValueError(
+                    "Input and scale_factor must have the same number of spatial dimensions, "
+                    "but got input with spatial dimensions of %s and scale_factor of shape %s. "
+                    "Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
+                    "scale_factor in (s1, s2, ...,sK) format." % (list(x.shape[2:]), scale_factor)
+                )
+            scale_factors = list(scale_factor)
+        else:
+            scale_factors = [scale_factor for _ in range(dim)]
+        if any(isinstance(s, Tensor) for s in scale_factors):
+            raise TypeError(
+                "upsample(): argument 'scale_factors' must be a tuple of floats, not Tensor"
+            )
+        scale_factors = [float(s) for s in scale_factors]
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if mode == "area" and output_size is None:
+        recompute_scale_factor = True
+    if recompute_scale_factor:
+        output_size = [int(x.shape[i + 2] * scale_factors[i]) for i in range(dim)]
+        scale_factors = None
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and x.ndim == 4):
+        raise ValueError(
+            "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and "
+            "requires a 4-D tensor as input"
+        )
+    if output_size is None:  # PyTorch's compute_output_size: floor(in * scale) in double
+        output_size = [math.floor(float(x.shape[i + 2]) * scale_factors[i]) for i in range(dim)]
+    supported = {
+        ("nearest", 3),
+        ("nearest", 4),
+        ("nearest", 5),
+        ("nearest-exact", 3),
+        ("nearest-exact", 4),
+        ("nearest-exact", 5),
+        ("linear", 3),
+        ("bilinear", 4),
+    }
+    if (mode, x.ndim) in supported and not antialias:
+        geo = _upsample.upsample_geometry(x, output_size, scale_factors, mode, align_corners)
+        if mode in ("linear", "bilinear"):
+            return _upsample.upsample_linear(x, geo)
+        return _upsample.upsample_nearest(x, geo)
+    if mode == "area" and x.ndim == 3:
+        return _adaptive_avg_pool1d(x, output_size)
+    if mode == "area" and x.ndim == 4:
+        return adaptive_avg_pool2d(x, output_size)
+    if mode == "lanczos" and x.ndim == 4:
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
+    known = {"area": 5, "trilinear": 5, "bicubic": 4, "bilinear": 4, "lanczos": 4}
+    if known.get(mode) == x.ndim:
+        raise NotImplementedError(
+            "nbgrad: F.interpolate(mode=%r%s) on %dD input is not implemented (nearest, "
+            "nearest-exact, linear, bilinear and 1-D/2-D area are)"
+            % (mode, ", antialias=True" if antialias else "", x.ndim)
+        )
+    for m, need in (("bilinear", 4), ("trilinear", 5), ("linear", 3)):
+        if mode == m and x.ndim in (3, 4, 5):
+            raise NotImplementedError(
+                "Got %dD input, but %s mode needs %dD input" % (x.ndim, mode, need)
+            )
+    raise NotImplementedError(
+        "Input Error: Only 3D, 4D and 5D input Tensors supported (got %dD) for the modes: %s "
+        "(got %s)" % (x.ndim, _INTERP_MODES, mode)
+    )
+
+
+_BAG_INDEX_TYPES = (_dt.int64, _dt.int32)
+
+
+def _bag_index_arg(t):
+    if t._dtype not in _BAG_INDEX_TYPES:
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar "
+            "types: Long, Int; but got torch.%sTensor instead (while checking arguments for "
+            "embedding_bag)" % t._dtype._legacy
+        )
+
+
+def embedding_bag(
+    input,
+    weight,
+    offsets=None,
+    max_norm=None,
+    norm_type=2,
+    scale_grad_by_freq=False,
+    mode="mean",
+    sparse=False,
+    per_sample_weights=None,
+    include_last_offset=False,
+    padding_idx=None,
+):
+    """PyTorch's embedding_bag (EmbeddingBagBackward0): sums, means or maxima of bags of rows
+    without materialising the looked-up rows; gradients for ``weight`` and, in mode 'sum', for
+    ``per_sample_weights``."""
+    _tensor_arg(input, "embedding_bag")
+    _tensor_arg(weight, "embedding_bag", "weight", 2)
+    if weight._dtype is _dt.int64 and input._dtype.is_floating_point:
+        warnings.warn(
+            "Argument order of nn.functional.embedding_bag was changed. Usage "
+            "`embedding_bag(weight, input, ...)` is deprecated, and should now be "
+            "`embedding_bag(input, weight, ...)`.",
+            stacklevel=2,
+        )
+        weight, input = input, weight
+    psw = per_sample_weights
+    if psw is not None and tuple(input.shape) != tuple(psw.shape):
+        raise ValueError(
+            "embedding_bag: If per_sample_weights (%s) is not None, then it must have the same "
+            "shape as the input (%s)" % (_size(psw.shape), _size(input.shape))
+        )
+    if weight.ndim != 2:
+        raise ValueError(
+            "weight has to be a 2D Tensor, but got Tensor of dimension %d" % weight.ndim
+        )
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError(
+                "if input is 2D, then offsets has to be None, as input is treated is a "
+                "mini-batch of fixed length sequences. However, found offsets of type %s"
+                % type(offsets)
+            )
+        if input.shape[1] == 0:
+            raise RuntimeError("step must be nonzero")
+        offsets = _make(np.arange(0, input.numel(), input.shape[1], dtype=input._data.dtype))
+        include_last_offset = False
+        input = input.reshape(-1)
+        if psw is not None:
+            psw = psw.reshape(-1)
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(
+            "input has to be 1D or 2D Tensor, but got Tensor of dimension %d" % input.ndim
+        )
+    if mode == "max":
+        if scale_grad_by_freq:
+            raise ValueError("max mode does not support scaling the gradient by the frequency")
+        if sparse:
+            raise ValueError("max mode does not support sparse weights")
+    elif mode not in ("sum", "mean"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if max_norm is not None:
+        _embedding.embedding_renorm_(weight, input, max_norm, norm_type)
+    if psw is not None and mode != "sum":
+        raise NotImplementedError(
+            "embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+            "supported for mode='sum' (got mode='%s'). Please open a feature request on "
+            "GitHub." % mode
+        )
+    V = weight.shape[0]
+    if padding_idx is None:
+        padding_idx = -1
+    elif not -V <= padding_idx < V:
+        raise RuntimeError(
+            "padding_idx must be within the number of embeddings, -%d through %d, but got %d"
+            % (V, V - 1, padding_idx)
+        )
+    elif padding_idx < 0:
+        padding_idx += V
+    _bag_index_arg(input)
+    _bag_index_arg(offsets)
+    if not weight._dtype.is_floating_point:
+        raise RuntimeError(
+            "Expected tensor for argument #1 'weight' to have one of the following scalar "
+            "types: Half, BFloat16, Float, Double; but got torch.%sTensor instead (while "
+            "checking arguments for embedding_bag)" % weight._dtype._legacy
+        )
+    if psw is not None and psw._dtype is not weight._dtype:
+        raise RuntimeError(
+            "Expected tensor for argument #1 'weight' to have the same type as tensor for "
+            "argument #1 'per_sample_weights'; but type torch.%sTensor does not equal "
+            "torch.%sTensor (while checking arguments for embedding_bag)"
+            % (weight._dtype._legacy, psw._dtype._legacy)
+        )
+    if include_last_offset and offsets.shape[0] < 1:
+        raise RuntimeError("include_last_offset: number of offset should be at least 1")
+    return _embedding.embedding_bag(
+        input, weight, offsets, mode, psw, include_last_offset, padding_idx, scale_grad_by_freq
+    )
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Channel-wise dropout: whole (N, C) feature maps are zeroed with probability ``p`` and the
+    rest scaled by 1/(1-p) (MulBackward0); a 3-D input is read as (N, C, L), as PyTorch does."""
+    _tensor_arg(input, "dropout2d")
+    if p < 0.0 or p > 1.0:
+        raise ValueError("dropout probability has to be between 0 and 1, but got %s" % p)
+    nd = input.ndim
+    if nd not in (3, 4):
+        warnings.warn(
+            "dropout2d: Received a %d-D input to dropout2d, which is deprecated and will result "
+            "in an error in a future release. To retain the behavior and silence this warning, "
+            "please use dropout instead. Note that dropout2d exists to provide channel-wise "
+            "dropout on inputs with 2 spatial dimensions, a channel dimension, and an optional "
+            "batch dimension (i.e. 3D or 4D inputs)." % nd,
+            stacklevel=2,
+        )
+    if nd == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
+            "dropout behavior is desired - input is interpreted as shape (N, C, L), where C is "
+            "the channel dim. This behavior will change in a future release to interpret the "
+            "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
+            "channel-wise dropout behavior, please switch to using dropout1d instead.",
+            stacklevel=2,
+        )
+    if p == 0 or not training or input.numel() == 0:
+        return input
+    if p == 1:
+        mask = np.zeros((), input._data.dtype)
+    elif nd < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    else:
+        noise = tuple(input.shape[:2]) + (1,) * (nd - 2)
+        keep = _random.rng().random(
+            noise, dtype=np.float64 if input._dtype is _dt.float64 else np.float32
+        ) < (1.0 - p)
+        mask = (keep * (1.0 / (1.0 - p))).astype(input._data.dtype)
+    m = _make(mask)
+    return input.mul_(m) if inplace else _api.mul(input, m)

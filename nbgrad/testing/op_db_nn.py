@@ -1016,5 +1016,279 @@ OP_DB_NN += [  # second tier: activations, losses, distances
 ]
 
 
+# ---------------------------------------------------------------------------------------------
+# second tier: group / instance norm, transposed convolution, adaptive pooling, upsampling,
+# embedding_bag (numpy references with explicit loops)
+
+
+def np_group_norm(x, G, w=None, b=None, eps=1e-5):
+    N, C = x.shape[:2]
+    xg = x.reshape(N, G, -1)
+    y = ((xg - xg.mean(-1, keepdims=True)) / np.sqrt(xg.var(-1, keepdims=True) + eps)).reshape(
+        x.shape
+    )
+    shp = (1, C) + (1,) * (x.ndim - 2)
+    if w is not None:
+        y = y * w.reshape(shp)
+    if b is not None:
+        y = y + b.reshape(shp)
+    return y
+
+
+def np_instance_norm(x, w=None, b=None, eps=1e-5):
+    axes = tuple(range(2, x.ndim))
+    y = (x - x.mean(axes, keepdims=True)) / np.sqrt(x.var(axes, keepdims=True) + eps)
+    shp = (1, -1) + (1,) * (x.ndim - 2)
+    if w is not None:
+        y = y * w.reshape(shp)
+    if b is not None:
+        y = y + b.reshape(shp)
+    return y
+
+
+def np_conv_transpose2d(x, w, b=None, stride=1, padding=0, output_padding=0, groups=1, dil=1):
+    (sh, sw), (ph, pw), (oph, opw), (dh, dw) = (
+        _pair(stride),
+        _pair(padding),
+        _pair(output_padding),
+        _pair(dil),
+    )
+    N, Cin, H, W = x.shape
+    _, Cog, KH, KW = w.shape
+    OH = (H - 1) * sh - 2 * ph + dh * (KH - 1) + oph + 1
+    OW = (W - 1) * sw - 2 * pw + dw * (KW - 1) + opw + 1
+    full = np.zeros(
+        (N, Cog * groups, OH + 2 * ph + sh * 2 + KH * dh, OW + 2 * pw + sw * 2 + KW * dw)
+    )
+    Cig = Cin // groups
+    for c in range(Cin):
+        g = c // Cig
+        for i in range(KH):
+            for j in range(KW):
+                full[
+                    :,
+                    g * Cog : (g + 1) * Cog,
+                    i * dh : i * dh + sh * (H - 1) + 1 : sh,
+                    j * dw : j * dw + sw * (W - 1) + 1 : sw,
+                ] += np.einsum("nhw,o->nohw", x[:, c], w[c, :, i, j])
+    out = full[:, :, ph : ph + OH, pw : pw + OW]
+    if b is not None:
+        out = out + b.reshape(1, -1, 1, 1)
+    return out.astype(x.dtype)
+
+
+def np_adaptive_avg_pool2d(x, size):
+    OH, OW = size
+    H, W = x.shape[-2:]
+    out = np.zeros(x.shape[:-2] + (OH, OW), x.dtype)
+    for oy in range(OH):
+        hs, he = oy * H // OH, -(-(oy + 1) * H // OH)
+        for ox in range(OW):
+            ws, we = ox * W // OW, -(-(ox + 1) * W // OW)
+            out[..., oy, ox] = x[..., hs:he, ws:we].mean((-1, -2))
+    return out
+
+
+def _np_nearest(n_in, n_out, exact):
+    """Source indices in exact arithmetic: floor(i * in / out), or floor((i + 1/2) * in / out)."""
+    i = np.arange(n_out)
+    return np.minimum(((2 * i + 1) * n_in // (2 * n_out)) if exact else i * n_in // n_out, n_in - 1)
+
+
+def np_upsample_nearest(x, size, exact=False):
+    for k, n_out in enumerate(size):
+        ax = x.ndim - len(size) + k
+        x = np.take(x, _np_nearest(x.shape[ax], n_out, exact), axis=ax)
+    return x
+
+
+def np_upsample_linear(x, size, align_corners=False):
+    for k, n_out in enumerate(size):
+        ax = x.ndim - len(size) + k
+        n_in = x.shape[ax]
+        i = np.arange(n_out, dtype=np.float64)
+        if align_corners:
+            src = i * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+        else:
+            src = np.maximum((i + 0.5) * n_in / n_out - 0.5, 0.0)
+        i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+        i1 = np.minimum(i0 + 1, n_in - 1)
+        lam = np.clip(src - i0, 0, 1)
+        shp = [1] * x.ndim
+        shp[ax] = n_out
+        lam = lam.reshape(shp)
+        x = np.take(x, i0, axis=ax) * (1 - lam) + np.take(x, i1, axis=ax) * lam
+    return x
+
+
+def np_embedding_bag(idx, w, offsets=None, mode="mean", psw=None, pad=None, last=False):
+    if idx.ndim == 2:
+        offsets = np.arange(0, idx.size, idx.shape[1])
+        psw = None if psw is None else psw.reshape(-1)
+        idx = idx.reshape(-1)
+    ends = list(offsets[1:]) + ([] if last else [idx.size])
+    out = []
+    for s, e in zip(offsets, ends):
+        keep = [k for k in range(s, e) if idx[k] != pad]
+        rows = w[idx[keep]] * (1.0 if psw is None else psw[keep][:, None])
+        if not keep:
+            out.append(np.zeros(w.shape[1]))
+        elif mode == "sum":
+            out.append(rows.sum(0))
+        elif mode == "mean":
+            out.append(rows.mean(0))
+        else:
+            out.append(rows.max(0))
+    return np.array(out, dtype=w.dtype).reshape(-1, w.shape[1])
+
+
+OP_DB_NN += [
+    OpInfo(
+        "group_norm",
+        lambda T, x, w, b: _F(T).group_norm(x, 2, w, b),
+        lambda x, w, b: np_group_norm(x, 2, w, b),
+        [(F((2, 4, 3)), F((4,)), F((4,))), (F((3, 6, 2, 2)), F((6,)), F((6,)))],
+    ),
+    OpInfo(
+        "group_norm",
+        lambda T, x: _F(T).group_norm(x, 3, eps=1e-3),
+        lambda x: np_group_norm(x, 3, eps=1e-3),
+        [(F((2, 3, 4)),), (F((1, 6)),)],
+    ),
+    OpInfo(
+        "nn.instance_norm",
+        lambda T, x, w, b: _F(T).instance_norm(x, weight=w, bias=b),
+        lambda x, w, b: np_instance_norm(x, w, b),
+        [(F((2, 3, 4)), F((3,)), F((3,))), (F((2, 2, 3, 2)), F((2,)), F((2,)))],
+    ),
+    OpInfo(
+        "conv_transpose2d",
+        lambda T, x, w, b: _F(T).conv_transpose2d(x, w, b),
+        lambda x, w, b: np_conv_transpose2d(x, w, b),
+        [(F((1, 2, 3, 3)), F((2, 3, 2, 2)), F((3,))), (F((2, 3, 4, 5)), F((3, 2, 3, 3)), F((2,)))],
+    ),
+    OpInfo(
+        "conv_transpose2d",
+        lambda T, x, w: _F(T).conv_transpose2d(x, w, None, 2, 1, 1, 2, (1, 2)),
+        lambda x, w: np_conv_transpose2d(x, w, None, 2, 1, 1, 2, (1, 2)),
+        [(F((1, 4, 3, 4)), F((4, 1, 3, 2)))],
+    ),
+    OpInfo(
+        "conv_transpose2d",
+        lambda T, x, w: _F(T).conv_transpose2d(x, w, stride=(1, 3), output_padding=(0, 2)),
+        lambda x, w: np_conv_transpose2d(x, w, stride=(1, 3), output_padding=(0, 2)),
+        [(F((1, 2, 3, 3)), F((2, 2, 2, 2)))],
+    ),
+    OpInfo(
+        "conv_transpose2d",
+        lambda T, x, w: _F(T).conv_transpose2d(x, w, padding=1),
+        lambda x, w: np_conv_transpose2d(x[None], w, padding=1)[0],
+        [(F((2, 3, 4)), F((2, 3, 3, 3)))],
+    ),  # unbatched
+    OpInfo(
+        "adaptive_avg_pool2d",
+        lambda T, x: _F(T).adaptive_avg_pool2d(x, (2, 3)),
+        lambda x: np_adaptive_avg_pool2d(x, (2, 3)),
+        [(F((1, 2, 5, 7)),), (F((2, 4, 4)),)],
+    ),
+    OpInfo(
+        "adaptive_avg_pool2d",
+        lambda T, x: _F(T).adaptive_avg_pool2d(x, (None, 5)),
+        lambda x: np_adaptive_avg_pool2d(x, (x.shape[-2], 5)),
+        [(F((1, 2, 3, 3)),)],
+    ),
+    OpInfo(
+        "nn.adaptive_avg_pool2d_1x1",
+        lambda T, x: _F(T).adaptive_avg_pool2d(x, 1),
+        lambda x: x.mean((-1, -2), keepdims=True),
+        [(F((2, 3, 4, 4)),)],
+    ),
+    OpInfo(
+        "upsample_nearest",
+        lambda T, x: _F(T).interpolate(x, scale_factor=2),
+        lambda x: np_upsample_nearest(x, tuple(2 * n for n in x.shape[2:])),
+        [(F((1, 2, 3, 4)),), (F((2, 2, 3)),), (F((1, 1, 2, 2, 3)),)],
+    ),
+    OpInfo(
+        "upsample_nearest",
+        lambda T, x: _F(T).interpolate(x, size=(5, 3)),
+        lambda x: np_upsample_nearest(x, (5, 3)),
+        [(F((1, 2, 3, 4)),)],
+    ),
+    OpInfo(
+        "upsample_nearest",
+        lambda T, x: _F(T).interpolate(x, size=(5, 3), mode="nearest-exact"),
+        lambda x: np_upsample_nearest(x, (5, 3), exact=True),
+        [(F((1, 2, 3, 4)),)],
+    ),
+    OpInfo(
+        "upsample_nearest",
+        lambda T, x: _F(T).interpolate(x, size=7, mode="nearest-exact"),
+        lambda x: np_upsample_nearest(x, (7,), exact=True),
+        [(F((2, 2, 4)),)],
+    ),
+    OpInfo(
+        "upsample_linear",
+        lambda T, x: _F(T).interpolate(x, size=(5, 3), mode="bilinear"),
+        lambda x: np_upsample_linear(x, (5, 3)),
+        [(F((1, 2, 3, 4)),), (F((2, 1, 2, 2)),)],
+    ),
+    OpInfo(
+        "upsample_linear",
+        lambda T, x: _F(T).interpolate(x, scale_factor=2, mode="bilinear", align_corners=True),
+        lambda x: np_upsample_linear(x, tuple(2 * n for n in x.shape[2:]), True),
+        [(F((1, 2, 3, 2)),)],
+    ),
+    OpInfo(
+        "upsample_linear",
+        lambda T, x: _F(T).interpolate(x, size=7, mode="linear"),
+        lambda x: np_upsample_linear(x, (7,)),
+        [(F((2, 2, 4)),)],
+    ),
+    OpInfo(
+        "upsample_linear",
+        lambda T, x: _F(T).interpolate(x, size=2, mode="linear", align_corners=True),
+        lambda x: np_upsample_linear(x, (2,), True),
+        [(F((1, 3, 5)),)],
+    ),
+    OpInfo(
+        "nn.interpolate.area",
+        lambda T, x: _F(T).interpolate(x, size=(2, 3), mode="area"),
+        lambda x: np_adaptive_avg_pool2d(x, (2, 3)),
+        [(F((1, 2, 5, 4)),)],
+    ),
+    OpInfo(
+        "embedding_bag",
+        lambda T, i, w, o: _F(T).embedding_bag(i, w, o),
+        lambda i, w, o: np_embedding_bag(i, w, o),
+        [(I([4, 1, 2, 0, 4, 3, 1]), F((5, 3)), I([0, 2, 2, 5]))],
+    ),
+    OpInfo(
+        "embedding_bag",
+        lambda T, i, w, o: _F(T).embedding_bag(i, w, o, mode="sum", padding_idx=1),
+        lambda i, w, o: np_embedding_bag(i, w, o, "sum", pad=1),
+        [(I([4, 1, 2, 0, 4, 3, 1]), F((5, 3)), I([0, 2, 2, 5]))],
+    ),
+    OpInfo(
+        "embedding_bag",
+        lambda T, i, w, o: _F(T).embedding_bag(i, w, o, mode="max", include_last_offset=True),
+        lambda i, w, o: np_embedding_bag(i, w, o, "max", last=True),
+        [(I([4, 1, 2, 0, 4, 3, 1]), F((5, 3)), I([0, 3, 3, 7]))],
+    ),
+    OpInfo(
+        "embedding_bag",
+        lambda T, i, w, p: _F(T).embedding_bag(i, w, mode="sum", per_sample_weights=p),
+        lambda i, w, p: np_embedding_bag(i, w, mode="sum", psw=p),
+        [(I([[0, 2, 2], [3, 1, 0]]), F((4, 2)), F((2, 3)))],
+    ),
+    OpInfo(
+        "embedding_bag",
+        lambda T, i, w: _F(T).embedding_bag(i, w, mode="mean", padding_idx=-1),
+        lambda i, w: np_embedding_bag(i, w, mode="mean", pad=3),
+        [(I([[0, 3, 2], [3, 3, 3]]), F((4, 2)))],
+    ),
+]
+
+
 def op_names():
     return {info.name for info in OP_DB_NN}

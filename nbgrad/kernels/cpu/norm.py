@@ -122,3 +122,79 @@ def batch_norm_bwd_cpu(g, x, mean, rstd, w, training, gx, gw, gb):
             out = gx[n, c]
             for k in range(L):
                 out[k] = sc * (gr[k] - a - (row[k] - mu) * r * b)
+
+
+@njit(**JIT)
+def group_norm_fwd_cpu(x, w, b, eps, y, mean, rstd):
+    """Group norm of x (N, G, D, L): C = G*D channels of L elements, each group of D channels
+    normalised together; y = (x - mean) * rstd * w[c] + b[c] (w, b: (C,)).  mean/rstd (N, G)
+    float64 are saved for backward."""
+    N, G, D, L = x.shape
+    cnt = D * L
+    for n in range(N):
+        for gi in range(G):
+            xg = x[n, gi]
+            s = 0.0
+            for d in range(D):
+                row = xg[d]
+                for k in range(L):
+                    s += row[k]
+            mu = s / cnt
+            v = 0.0
+            for d in range(D):
+                row = xg[d]
+                for k in range(L):
+                    e = row[k] - mu
+                    v += e * e
+            r = 1.0 / np.sqrt(v / cnt + eps)
+            mean[n, gi] = mu
+            rstd[n, gi] = r
+            for d in range(D):
+                c = gi * D + d
+                sc = r * w[c]
+                sh = b[c] - mu * sc
+                row = xg[d]
+                out = y[n, gi, d]
+                for k in range(L):
+                    out[k] = row[k] * sc + sh
+
+
+@njit(**JIT)
+def group_norm_bwd_cpu(g, x, mean, rstd, w, gx, gw, gb):
+    """gx = rstd * (gxh - mean(gxh) - xhat * mean(gxh * xhat)) per group, gxh = g * w[c];
+    gw[c] = sum g * xhat, gb[c] = sum g over the batch and the channel's elements (float64,
+    zeroed here)."""
+    N, G, D, L = x.shape
+    cnt = D * L
+    gw[:] = 0.0
+    gb[:] = 0.0
+    for n in range(N):
+        for gi in range(G):
+            mu = mean[n, gi]
+            r = rstd[n, gi]
+            a = 0.0
+            cc = 0.0
+            for d in range(D):
+                c = gi * D + d
+                row = x[n, gi, d]
+                gr = g[n, gi, d]
+                ds = 0.0
+                db = 0.0
+                for k in range(L):
+                    ds += gr[k] * row[k]
+                    db += gr[k]
+                dxh = (ds - db * mu) * r  # sum g * xhat over the channel's elements
+                gw[c] += dxh
+                gb[c] += db
+                a += w[c] * db
+                cc += w[c] * dxh
+            a /= cnt
+            cc /= cnt
+            for d in range(D):
+                c = gi * D + d
+                wc = w[c]
+                row = x[n, gi, d]
+                gr = g[n, gi, d]
+                out = gx[n, gi, d]
+                for k in range(L):
+                    out[k] = r * (gr[k] * wc - a - (row[k] - mu) * r * cc)

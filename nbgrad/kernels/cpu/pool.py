@@ -125,3 +125,48 @@ def avgpool2d_bwd_cpu(g, gx, kh, kw, sh, sw, ph, pw, count_include_pad, divisor)
                     row = gp[ih]
                     for iw in range(ws, we):
                         row[iw] += v
+
+
+@njit(**JIT)
+def _adaptive_range(o, n_out, n_in):
+    """[start, end) of adaptive window o: floor(o*n/n_out) to ceil((o+1)*n/n_out) (PyTorch's
+    start_index / end_index)."""
+    return (o * n_in) // n_out, ((o + 1) * n_in + n_out - 1) // n_out
+
+
+@njit(**JIT)
+def adaptive_avgpool2d_fwd_cpu(x, out):
+    """out[p, oy, ox] = mean of x[p] over the adaptive window (sum / kh / kw, as PyTorch)."""
+    P, H, W = x.shape
+    OH, OW = out.shape[1], out.shape[2]
+    for p in range(P):
+        xp = x[p]
+        for oy in range(OH):
+            hs, he = _adaptive_range(oy, OH, H)
+            for ox in range(OW):
+                ws, we = _adaptive_range(ox, OW, W)
+                acc = 0.0
+                for ih in range(hs, he):
+                    row = xp[ih]
+                    for iw in range(ws, we):
+                        acc += row[iw]
+                out[p, oy, ox] = acc / (he - hs) / (we - ws)
+
+
+@njit(**JIT)
+def adaptive_avgpool2d_bwd_cpu(g, gx):
+    """The transpose of adaptive_avgpool2d_fwd_cpu; gx (planes, H, W) zeroed here."""
+    P, H, W = gx.shape
+    OH, OW = g.shape[1], g.shape[2]
+    gx[...] = 0
+    for p in range(P):
+        gp = gx[p]
+        for oy in range(OH):
+            hs, he = _adaptive_range(oy, OH, H)
+            for ox in range(OW):
+                ws, we = _adaptive_range(ox, OW, W)
+                v = g[p, oy, ox] / (he - hs) / (we - ws)
+                for ih in range(hs, he):
+                    row = gp[ih]
+                    for iw in range(ws, we):
+                        row[iw] += v

@@ -107,3 +107,19 @@ __all__ += [  # second tier
     "PairwiseDistance",
     "CosineSimilarity",
 ]
+
+# second tier: normalisation, transposed convolution, adaptive pooling, upsampling, dropout2d
+from .conv import ConvTranspose2d  # noqa: E402
+from .dropout import Dropout2d  # noqa: E402
+from .normalization import GroupNorm, InstanceNorm2d  # noqa: E402
+from .pooling import AdaptiveAvgPool2d  # noqa: E402
+from .upsampling import Upsample  # noqa: E402
+
+__all__ += [
+    "GroupNorm",
+    "InstanceNorm2d",
+    "ConvTranspose2d",
+    "AdaptiveAvgPool2d",
+    "Upsample",
+    "Dropout2d",
+]

@@ -221,3 +221,135 @@ class Conv2d(_ConvNd):
 
     def forward(self, input):
         return self._conv_forward(input, self.weight, self.bias)
+
+
+# -- second tier: ConvTranspose2d --------------------------------------------------------------
+
+__all__ += ["ConvTranspose2d"]
+
+
+class _ConvTransposeNd(_ConvNd):
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
+        transposed,
+        output_padding,
+        groups,
+        bias,
+        padding_mode,
+        device=None,
+        dtype=None,
+    ):
+        if padding_mode != "zeros":
+            raise ValueError(
+                f'Only "zeros" padding mode is supported for {self.__class__.__name__}'
+            )
+        super().__init__(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            transposed,
+            output_padding,
+            groups,
+            bias,
+            padding_mode,
+            device=device,
+            dtype=dtype,
+        )
+
+    def _output_padding(
+        self, input, output_size, stride, padding, kernel_size, num_spatial_dims, dilation=None
+    ):
+        """The output_padding that gives ``output_size`` (PyTorch's rule and errors)."""
+        if output_size is None:
+            return _single(self.output_padding)
+        has_batch_dim = input.dim() == num_spatial_dims + 2
+        num_non_spatial_dims = 2 if has_batch_dim else 1
+        if len(output_size) == num_non_spatial_dims + num_spatial_dims:
+            output_size = output_size[num_non_spatial_dims:]
+        if len(output_size) != num_spatial_dims:
+            raise ValueError(
+                f"ConvTranspose{num_spatial_dims}D: for {input.dim()}D input, output_size must "
+                f"have {num_spatial_dims} or {num_non_spatial_dims + num_spatial_dims} elements "
+                f"(got {len(output_size)})"
+            )
+        min_sizes, max_sizes = [], []
+        for d in range(num_spatial_dims):
+            dim_size = (
+                (input.size(d + num_non_spatial_dims) - 1) * stride[d]
+                - 2 * padding[d]
+                + (dilation[d] if dilation is not None else 1) * (kernel_size[d] - 1)
+                + 1
+            )
+            min_sizes.append(dim_size)
+            max_sizes.append(min_sizes[d] + stride[d] - 1)
+        for i in range(len(output_size)):
+            size, min_size, max_size = output_size[i], min_sizes[i], max_sizes[i]
+            if size < min_size or size > max_size:
+                raise ValueError(
+                    f"requested an output size of {output_size}, but valid sizes range "
+                    f"from {min_sizes} to {max_sizes} (for an input of "
+                    f"torch.Size({list(input.shape[2:])}))"
+                )
+        return [output_size[d] - min_sizes[d] for d in range(num_spatial_dims)]
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """Transposed 2-D convolution over ``(N, C_in, H, W)`` (or unbatched ``(C_in, H, W)``)
+    input; ``forward(input, output_size=None)`` picks the output_padding for a wanted size."""
+
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=0,
+        output_padding=0,
+        groups=1,
+        bias=True,
+        dilation=1,
+        padding_mode="zeros",
+        device=None,
+        dtype=None,
+    ):
+        super().__init__(
+            in_channels,
+            out_channels,
+            _pair(kernel_size),
+            _pair(stride),
+            _pair(padding),
+            _pair(dilation),
+            True,
+            _pair(output_padding),
+            groups,
+            bias,
+            padding_mode,
+            device=device,
+            dtype=dtype,
+        )
+
+    def forward(self, input, output_size=None):
+        if self.padding_mode != "zeros":
+            raise ValueError("Only `zeros` padding mode is supported for ConvTranspose2d")
+        output_padding = self._output_padding(
+            input, output_size, self.stride, self.padding, self.kernel_size, 2, self.dilation
+        )
+        return F.conv_transpose2d(
+            input,
+            self.weight,
+            self.bias,
+            self.stride,
+            self.padding,
+            output_padding,
+            self.groups,
+            self.dilation,
+        )

@@ -25,3 +25,16 @@ class Dropout(_DropoutNd):
 
     def forward(self, input):
         return F.dropout(input, self.p, self.training, self.inplace)
+
+
+# -- second tier: Dropout2d --------------------------------------------------------------------
+
+__all__ += ["Dropout2d"]
+
+
+class Dropout2d(_DropoutNd):
+    """Zeroes whole channels (feature maps) with probability ``p`` in training mode
+    (``F.dropout2d``)."""
+
+    def forward(self, input):
+        return F.dropout2d(input, self.p, self.training, self.inplace)

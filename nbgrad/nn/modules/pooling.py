@@ -88,3 +88,27 @@ class AvgPool2d(_AvgPoolNd):
             self.count_include_pad,
             self.divisor_override,
         )
+
+
+# -- second tier: AdaptiveAvgPool2d ------------------------------------------------------------
+
+__all__ += ["AdaptiveAvgPool2d"]
+
+
+class _AdaptiveAvgPoolNd(Module):
+    __constants__ = ["output_size"]
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
+    """Average pooling to a fixed ``output_size`` (an int, or a pair whose None entries keep the
+    input's size)."""
+
+    def forward(self, input):
+        return F.adaptive_avg_pool2d(input, self.output_size)

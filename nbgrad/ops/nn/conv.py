@@ -342,3 +342,128 @@ def conv1d(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
 def conv2d(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
     """Batched (N, C, H, W) input; F.conv2d handles the unbatched form."""
     return _conv(x, w, b, stride, padding, dilation, groups, 2, conv2d.op)
+
+
+# -- transposed convolution: the adjoint of conv2d in its input --------------------------------
+
+
+def _conv_transpose_geometry(x, w, b, stride, padding, output_padding, groups, dilation):
+    """Check ``conv_transpose2d(x, w, b, ...)`` (PyTorch's checks) and return the ``_ConvGeom``
+    of the convolution it is the input-adjoint of: that conv maps the (N, C_out, H_out, W_out)
+    result to x's (N, C_in, H, W), with the transposed weight (C_in, C_out / groups, kh, kw)
+    as its ordinary weight."""
+    nd = w.ndim - 2
+    if nd != 2:
+        raise RuntimeError(
+            "expected stride to be a single integer value or a list of %d values to match the "
+            "convolution dimensions, but got stride=%s"
+            % (nd, list(stride) if isinstance(stride, (list, tuple)) else [stride] * 2)
+        )
+    s = _tuple_arg(stride, 2, "stride")
+    p = _tuple_arg(padding, 2, "padding")
+    op_ = _tuple_arg(output_padding, 2, "output_padding")
+    d = _tuple_arg(dilation, 2, "dilation")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if any(v < 0 for v in p):
+        raise RuntimeError("negative padding is not supported")
+    if any(v < 0 for v in op_):
+        raise RuntimeError("negative output_padding is not supported")
+    if any(v <= 0 for v in s):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(v <= 0 for v in d):
+        raise RuntimeError("dilation should be greater than zero")
+    if any(o >= ss and o >= dd for o, ss, dd in zip(op_, s, d)):
+        raise RuntimeError(
+            "output padding must be smaller than either stride or dilation, but got "
+            "output_padding_height: %d output_padding_width: %d stride_height: %d "
+            "stride_width: %d dilation_height: %d dilation_width: %d" % (op_ + s + d)
+        )
+    ws = list(w.shape)
+    if ws[0] % groups != 0:
+        raise RuntimeError(
+            "Given groups=%d, expected weight to be divisible by %d at dimension 0, but got "
+            "weight of size [%s] instead" % (groups, groups, ws)
+        )
+    if x.shape[1] != ws[0]:
+        raise RuntimeError(
+            "Given transposed=1, weight of size %s, expected input%s to have %d channels, but "
+            "got %d channels instead" % (ws, list(x.shape), ws[0], x.shape[1])
+        )
+    C_out = ws[1] * groups
+    if b is not None and (b.ndim != 1 or b.shape[0] != C_out):
+        raise RuntimeError(
+            "Given transposed=1, weight of size %s, expected bias to be 1-dimensional with %d "
+            "elements, but got bias of size %s instead" % (ws, C_out, list(b.shape))
+        )
+    check_float(x, "slow_conv_transpose2d_out_cpu")
+    for name, t in (("weight", w), ("bias", b)):
+        if t is None or t._dtype is x._dtype:
+            continue
+        if x._dtype.name == "float32":  # PyTorch's oneDNN path checks first
+            raise RuntimeError(
+                "Input type (torch.%sTensor) and %s type (torch.%sTensor) should be the same or "
+                "input should be a MKLDNN tensor and %s is a dense tensor"
+                % (x._dtype._legacy, name, t._dtype._legacy, name)
+            )
+        raise RuntimeError(
+            "expected scalar type %s but found %s" % (x._dtype._legacy, t._dtype._legacy)
+        )
+    H, W = x.shape[2:]
+    KH, KW = ws[2:]
+    OH = (H - 1) * s[0] - 2 * p[0] + d[0] * (KH - 1) + op_[0] + 1
+    OW = (W - 1) * s[1] - 2 * p[1] + d[1] * (KW - 1) + op_[1] + 1
+    if OH < 1 or OW < 1:
+        raise RuntimeError(
+            "Given input size per channel: (%d x %d). Calculated output size per channel: "
+            "(%d x %d). Output size is too small" % (H, W, OH, OW)
+        )
+    geo = _ConvGeom()
+    geo.N, geo.C, geo.O, geo.G = x.shape[0], C_out, ws[0], groups
+    geo.xs, geo.ws, geo.ys = (x.shape[0], C_out, OH, OW), tuple(ws), tuple(x.shape)
+    geo.dtype = x._dtype
+    geo.H, geo.W, geo.KH, geo.KW = OH, OW, KH, KW
+    geo.OH, geo.OW = H, W  # the conv's output: the transposed conv's input
+    geo.sh, geo.sw = s
+    geo.ph, geo.pw = p
+    geo.dh, geo.dw = d
+    return geo
+
+
+def _conv_transpose_vjp(node, grads):
+    g = grads[0]
+    geo = node.attrs
+    x, w = node.unpack("x"), node.unpack("w")
+    gx = _partial("y", g, w, geo) if needs(node, 0) else None  # conv(g, w)
+    gw = _partial("w", g, x, geo) if needs(node, 1) else None
+    gb = None
+    if needs(node, 2):
+        if STATE.enabled:
+            gb = g.sum((0, 2, 3))
+        else:
+            ga = carray(g, compute_dtype(g._dtype)).reshape(geo.N, geo.C, geo.H * geo.W)
+            gb = Tensor._make(ga.sum(2).sum(0).astype(g._data.dtype, copy=False))
+    return gx, gw, gb
+
+
+@op(
+    "conv_transpose2d",
+    "nn",
+    node="ConvolutionBackward0",
+    vjp=_conv_transpose_vjp,
+    args=("x", "w", "b"),
+    saves=("x", "w"),
+    kernels=CPU,
+    double=False,  # NOTE [backward nodes]
+)
+def conv_transpose2d(x, w, b=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """Batched (N, C_in, H, W) input; F.conv_transpose2d handles the unbatched form.  The
+    result is the input-gradient of a conv2d (col2im of the GEMM columns), so its derivatives
+    are conv2d's partials again."""
+    geo = _conv_transpose_geometry(x, w, b, stride, padding, output_padding, groups, dilation)
+    cd = compute_dtype(x._dtype)
+    y = _conv_x_arr(carray(x, cd).reshape(geo.y4()), carray(w, cd).reshape(geo.w4()), geo)
+    if b is not None:
+        y += carray(b, cd).reshape(1, geo.C, 1, 1)
+    y = y.reshape(geo.xs).astype(x._dtype.np, copy=False)
+    return conv_transpose2d.op.record(y, (x, w, b), attrs=geo)

@@ -9,9 +9,9 @@ import numpy as np
 from ..._tensor import Tensor
 from ...creation import zeros
 from ...grad_mode import STATE
-from ...kernels.cpu import conv as KC, index as KI
+from ...kernels.cpu import conv as KC, embedding as KE, index as KI
 from ..registry import op
-from ._common import carray, compute_dtype
+from ._common import carray, compute_dtype, needs
 
 _make = Tensor._make
 
@@ -94,3 +94,228 @@ def embedding_renorm_(weight, input, max_norm, norm_type):
         scale = max_norm / (norms[big] + 1e-7)
         w[rows[big]] = (w[rows[big]] * scale[:, None]).astype(w.dtype)
         weight._vc[0] += 1
+
+
+# -- embedding_bag -----------------------------------------------------------------------------
+
+_BAG_MODES = {"sum": KE.SUM, "mean": KE.MEAN, "max": KE.MAX}
+
+
+def _offsets_repr(v, t):
+    # PyTorch prints offsets[0] as a 0-dim tensor in this message
+    return "%d\n[ torch.%sTensor{} ]" % (v, t._dtype._legacy)
+
+
+def _bags(ia, oa, include_last_offset, offsets=None):
+    """Validate the offsets ``oa`` of the flat indices ``ia`` (NOTE [user indices]) and return
+    (starts, ends, bag_of): the bags' entry ranges and each entry's bag (-1: none)."""
+    n = ia.shape[0]
+    oa = oa.astype(np.int64, copy=False).reshape(-1)
+    if oa.shape[0]:
+        if oa[0] != 0:
+            raise RuntimeError(
+                "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start "
+                "from position 0. However, got %s" % _offsets_repr(int(oa[0]), offsets)
+            )
+        if oa[-1] > n:
+            raise RuntimeError(
+                "offsets[-1] can not be greater than input's length %d but got offsets[-1] of %d"
+                % (n, int(oa[-1]))
+            )
+        if KI.first_bad(oa, 0, n + 1) is not None:
+            raise IndexError("index out of range in self")
+        step = np.diff(oa)
+        if np.any(step < 0):
+            k = int(np.argmax(step < 0))
+            raise RuntimeError(
+                "embedding_bag: offsets must be non-decreasing, but got offsets[%d] = %d > "
+                "offsets[%d] = %d" % (k, int(oa[k]), k + 1, int(oa[k + 1]))
+            )
+    if include_last_offset:
+        starts, ends = oa[:-1], oa[1:]
+    elif oa.shape[0]:
+        starts, ends = oa, np.append(oa[1:], n).astype(np.int64)
+    else:
+        starts = ends = oa
+    bag_of = np.full(n, -1, np.int64)
+    if starts.shape[0]:
+        bag_of[: ends[-1]] = np.repeat(np.arange(starts.shape[0]), ends - starts)
+    return np.ascontiguousarray(starts), np.ascontiguousarray(ends), bag_of
+
+
+def _bag_index_error(ia, pos, V, mode):
+    v = int(ia[pos])
+    if mode == KE.MAX:
+        return RuntimeError(
+            "embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be %d" % v
+        )
+    return RuntimeError(
+        "Index %d of input takes value %d which is not in the valid range [0, %d)" % (pos, v, V)
+    )
+
+
+def _check_bag_indices(ia, V, mode):
+    bad = KI.first_out_of_range_cpu(ia, 0, V) if ia.shape[0] else -1
+    if bad >= 0:
+        raise _bag_index_error(ia, bad, V, mode)
+
+
+def _bag_state(node):
+    """The current indices for backward: the saved tensor, version-checked, its values
+    validated again (NOTE [saved indices] in ops/indexing.py).  The offsets are version-checked
+    too, but the bags are the ones of the forward (as in PyTorch, which saves offset2bag); mode
+    'max' reads neither (its gradient goes to the argmax rows saved by the forward)."""
+    V, mode, pad, ilo, freq, n, B = node.attrs
+    ia = node.unpack("idx")._data
+    node.unpack("off")
+    if mode == KE.MAX:  # the gradient goes to the saved argmax rows: the indices are not read
+        return None, None
+    if ia.shape != (n,) or ia.dtype.kind not in "iu":
+        raise RuntimeError("embedding_bag: the indices were replaced after the forward")
+    ia = ia.astype(np.int64)
+    _check_bag_indices(ia, V, mode)
+    return ia, node.array("bag_of")
+
+
+# NOTE [bag frequency scale]: PyTorch's CPU backward of embedding_bag with
+# scale_grad_by_freq divides the gradient of the k-th distinct index (in sorted order) by the
+# count of ``sorted(indices)[k]``, not by the count of that index itself (it reads the sorted
+# array at the group number); nbgrad divides by the same counts so that the gradients match.
+
+
+def _bag_mult(node, ia, bag_of, psw):
+    """Per-entry multiplier of the weight gradient (sum / mean), or None when all ones."""
+    V, mode, pad, ilo, freq, n, B = node.attrs
+    mult = None
+    if mode == KE.MEAN:  # the bag sizes of the forward
+        inbag = bag_of >= 0
+        mult = np.zeros(n)
+        mult[inbag] = 1.0 / np.maximum(node.array("count")[bag_of[inbag]], 1)
+    if freq:  # NOTE [bag frequency scale]
+        srt = np.sort(ia)
+        group = np.searchsorted(np.unique(srt), ia)
+        scale = 1.0 / np.bincount(ia, minlength=V)[srt[group]]
+        mult = scale if mult is None else mult * scale
+    return mult
+
+
+def _embedding_bag_vjp(node, grads):
+    g = grads[0]
+    V, mode, pad, ilo, freq, n, B = node.attrs
+    ia, bag_of = _bag_state(node)
+    psw = node.unpack("psw") if node.saved.get("psw") is not None else None
+    cd = compute_dtype(g._dtype)
+    D = g.shape[1]
+    gw = gp = None
+    if not STATE.enabled:
+        ga = carray(g, cd).reshape(B, D)
+        if needs(node, 0):
+            out = np.empty((V, D), cd)
+            if mode == KE.MAX:
+                if KE.embedding_bag_max_bwd_cpu(ga, node.array("maxidx"), out) >= 0:
+                    raise RuntimeError("embedding_bag: a saved max index is out of range")
+                bad = -1
+            else:
+                mult = _bag_mult(node, ia, bag_of, psw)
+                if psw is not None:
+                    pm = carray(psw, np.float64)
+                    mult = pm if mult is None else mult * pm
+                mult = np.ones(n) if mult is None else mult
+                bad = KE.embedding_bag_bwd_cpu(ga, ia, bag_of, mult.astype(cd), pad, out)
+            if bad >= 0:
+                raise _bag_index_error(ia, bad, V, mode)
+            gw = _make(out.astype(g._dtype.np, copy=False))
+        if needs(node, 1):
+            out = np.empty(n, cd)
+            w = node.unpack("w")
+            bad = KE.embedding_bag_psw_bwd_cpu(ga, carray(w, cd), ia, bag_of, pad, out)
+            if bad >= 0:
+                raise _bag_index_error(ia, bad, V, mode)
+            gp = _make(out.astype(g._dtype.np, copy=False))
+        return gw, gp
+    # create_graph: the same gradients from nbgrad ops (differentiable again)
+    if mode == KE.MAX:
+        mi = node.array("maxidx")
+        full = np.nonzero(mi[:, 0] >= 0)[0] if D else np.zeros(0, np.int64)
+        rows = g.index_select(0, _make(full))
+        gw = zeros((V, D), dtype=g.dtype).scatter_add(0, _make(mi[full]), rows)
+        return gw, None
+    pos = np.nonzero((bag_of >= 0) & (ia != pad))[0]
+    rows = g.index_select(0, _make(bag_of[pos]))
+    if needs(node, 0):
+        r = rows
+        mult = _bag_mult(node, ia, bag_of, psw)
+        if mult is not None:
+            r = r * _make(mult[pos].astype(g._data.dtype).reshape(-1, 1))
+        if psw is not None:
+            r = r * psw.index_select(0, _make(pos)).reshape(-1, 1)
+        index = np.ascontiguousarray(np.broadcast_to(ia[pos].reshape(-1, 1), (pos.shape[0], D)))
+        gw = zeros((V, D), dtype=g.dtype).scatter_add(0, _make(index), r)
+    if needs(node, 1):
+        w = node.unpack("w")
+        val = (rows * w.index_select(0, _make(ia[pos]))).sum(1)
+        gp = zeros(n, dtype=g.dtype).scatter_add(0, _make(pos), val)
+    return gw, gp
+
+
+# the indices and offsets take no gradient: the node's input slots are weight and psw
+@op(
+    "embedding_bag",
+    "nn",
+    node="EmbeddingBagBackward0",
+    vjp=_embedding_bag_vjp,
+    args=("weight", "psw"),
+    kernels={"cpu": KE},
+)
+def embedding_bag(
+    input,
+    weight,
+    offsets,
+    mode="mean",
+    per_sample_weights=None,
+    include_last_offset=False,
+    padding_idx=-1,
+    scale_grad_by_freq=False,
+):
+    """Per-bag sum / mean / max of the rows ``weight[input]`` (1-D ``input``, bags given by
+    ``offsets``); ``padding_idx`` (-1: none) entries are skipped.  F.embedding_bag handles 2-D
+    input and PyTorch's argument checks before this one."""
+    mode_i = _BAG_MODES[mode]
+    V, D = weight.shape
+    ia = input._data.astype(np.int64, copy=False).reshape(-1)
+    starts, ends, bag_of = _bags(ia, offsets._data, include_last_offset, offsets)
+    _check_bag_indices(ia, V, mode_i)
+    B = starts.shape[0]
+    cd = compute_dtype(weight._dtype)
+    wa = carray(weight, cd)
+    psw = per_sample_weights
+    pa = carray(psw, cd) if psw is not None else np.zeros(0, cd)
+    out = np.empty((B, D), cd)
+    maxidx = np.empty((B, D), np.int64)
+    count = np.empty(B, np.int64)
+    bad = KE.embedding_bag_fwd_cpu(
+        wa, ia, starts, ends, pa, psw is not None, mode_i, padding_idx, out, maxidx, count
+    )
+    if bad >= 0:
+        raise _bag_index_error(ia, bad, V, mode_i)
+    saved = {"idx": input, "off": offsets, "bag_of": bag_of, "count": count}
+    if psw is not None:
+        saved["psw"] = psw
+        if psw._requires_grad:
+            saved["w"] = weight
+    if mode_i == KE.MAX:
+        saved["maxidx"] = maxidx
+    return embedding_bag.op.record(
+        out.astype(weight._dtype.np, copy=False),
+        (weight, psw),
+        saved=saved,
+        attrs=(
+            V,
+            mode_i,
+            padding_idx,
+            bool(include_last_offset),
+            bool(scale_grad_by_freq),
+            ia.shape[0],
+            B,
+        ),
+    )

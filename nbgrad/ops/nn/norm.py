@@ -247,6 +247,7 @@ def batch_norm_stats(x, running_mean, running_var, w, b, training, momentum, eps
     "nn",
     node="NativeBatchNormBackward0",
     vjp=_bn_vjp,
+    double=False,  # NOTE [backward nodes]
     args=("x", "w", "b"),
     saves=("x", "w"),
     kernels=CPU,
@@ -265,4 +266,129 @@ def batch_norm(x, w, b, mean, rstd, training, eps):
         (x, w, b),
         saved={"mean": mean, "rstd": rstd},
         attrs=(bool(training), eps, shape3),
+    )
+
+
+# -- group norm --------------------------------------------------------------------------------
+
+
+def _gn_shape(x, G):
+    """(N, G, C // G, L): the kernel layout of x (L = the product of the spatial dims)."""
+    N, C = x.shape[0], x.shape[1]
+    return (N, G, C // G, int(np.prod(x.shape[2:])))
+
+
+def _fused_gn_grads(node, g, x, w, G):
+    shape4 = _gn_shape(x, G)
+    C = x.shape[1]
+    cd = compute_dtype(g._dtype)
+    wa = carray(w, cd).reshape(C) if w is not None else np.ones(C, cd)
+    gx = np.empty(shape4, cd)
+    gw = np.empty(C, np.float64)
+    gb = np.empty(C, np.float64)
+    KN.group_norm_bwd_cpu(
+        carray(g, cd).reshape(shape4),
+        carray(x, cd).reshape(shape4),
+        node.array("mean"),
+        node.array("rstd"),
+        wa,
+        gx,
+        gw,
+        gb,
+    )
+    dt = g._dtype.np
+    return (
+        _make(gx.reshape(x.shape).astype(dt)) if needs(node, 0) else None,
+        _make(gw.astype(dt)) if needs(node, 1) else None,
+        _make(gb.astype(dt)) if needs(node, 2) else None,
+    )
+
+
+def _gn_vjp(node, grads):
+    g = grads[0]
+    G, eps = node.attrs
+    x = node.unpack("x")
+    w = node.unpack("w") if node.saved.get("w") is not None else None
+    if not STATE.enabled:
+        return _fused_gn_grads(node, g, x, w, G)
+    # the same gradient from nbgrad ops (differentiable again), statistics recomputed from x
+    N, G_, D, L = _gn_shape(x, G)
+    C = G * D
+    xg = x.reshape(N, G, D * L)
+    mu = xg.mean(-1, keepdim=True)
+    xc = xg - mu
+    rstd = ((xc * xc).mean(-1, keepdim=True) + eps).rsqrt()
+    xhat = (xc * rstd).reshape(N, C, L)
+    g3 = g.reshape(N, C, L)
+    gx = gw = gb = None
+    if needs(node, 0):
+        gxh = (g3 * w.reshape(1, C, 1) if w is not None else g3).reshape(N, G, D * L)
+        xh = xhat.reshape(N, G, D * L)
+        gx = rstd * (gxh - gxh.mean(-1, keepdim=True) - xh * (gxh * xh).mean(-1, keepdim=True))
+        gx = gx.reshape(x.shape)
+    if needs(node, 1):
+        gw = (g3 * xhat).sum((0, 2))
+    if needs(node, 2):
+        gb = g3.sum((0, 2))
+    return gx, gw, gb
+
+
+def _check_group_norm(x, G, w, b):
+    """PyTorch's checks of native_group_norm, in its order."""
+    C = x.shape[1]
+    if G <= 0:
+        raise RuntimeError("Expected num groups to be greater than 0, got %d" % G)
+    if C % G != 0:
+        raise RuntimeError(
+            "Expected number of channels in input to be divisible by num_groups, but got "
+            "input of shape %s and num_groups=%d" % (list(x.shape), G)
+        )
+    for name, t in (("weight", w), ("bias", b)):
+        if t is not None and (t.ndim != 1 or t.numel() != C):
+            # PyTorch prints the weight's shape in both messages ([0] without a weight)
+            raise RuntimeError(
+                "Expected %s to be a vector of size equal to the number of channels in input, "
+                "but got %s of shape %s and input of shape %s"
+                % (name, name, list(w.shape) if w is not None else [0], list(x.shape))
+            )
+    if not x._dtype.is_floating_point:
+        raise NotImplementedError(
+            "\"GroupNormKernelImpl\" not implemented for '%s'" % x._dtype._legacy
+        )
+    for t in (w, b):
+        if t is not None and t._dtype is not x._dtype:
+            raise RuntimeError(
+                "mixed dtype (CPU): expect parameter to have scalar type of %s" % x._dtype._legacy
+            )
+
+
+@op(
+    "group_norm",
+    "nn",
+    node="NativeGroupNormBackward0",
+    vjp=_gn_vjp,
+    args=("x", "w", "b"),
+    saves=("x", "w"),
+    kernels=CPU,
+)
+def group_norm(x, num_groups, w=None, b=None, eps=1e-5):
+    """Normalise each group of ``C // num_groups`` channels of ``x`` (N, C, *) over its channels
+    and spatial positions, then scale and shift per channel."""
+    G = int(num_groups)
+    _check_group_norm(x, G, w, b)
+    shape4 = _gn_shape(x, G)
+    C = x.shape[1]
+    cd = compute_dtype(x._dtype)
+    wa = carray(w, cd).reshape(C) if w is not None else np.ones(C, cd)
+    ba = carray(b, cd).reshape(C) if b is not None else np.zeros(C, cd)
+    y = np.empty(shape4, cd)
+    mean = np.empty(shape4[:2], np.float64)
+    rstd = np.empty(shape4[:2], np.float64)
+    if y.size or mean.size:
+        KN.group_norm_fwd_cpu(carray(x, cd).reshape(shape4), wa, ba, float(eps), y, mean, rstd)
+    return group_norm.op.record(
+        y.reshape(x.shape).astype(x._dtype.np, copy=False),
+        (x, w, b),
+        saved={"mean": mean, "rstd": rstd},
+        attrs=(G, eps),
     )

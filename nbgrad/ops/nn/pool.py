@@ -197,3 +197,103 @@ def avg_pool2d_backward(g, geo):
     return avg_pool2d_backward.op.record(
         gx.reshape(geo.xshape).astype(geo.dtype.np, copy=False), (g,), attrs=geo
     )
+
+
+# -- adaptive average pooling ------------------------------------------------------------------
+
+
+class AdaptiveGeom:
+    """Shapes of one adaptive average pooling over (planes, H, W)."""
+
+    __slots__ = ("H", "OH", "OW", "P", "W", "dtype", "xshape", "yshape")
+
+
+def adaptive_output_size(output_size):
+    """The checked (OH, OW) of ``adaptive_avg_pool2d`` (a sequence, None entries resolved)."""
+    if len(output_size) != 2:
+        raise RuntimeError("adaptive_avg_pool2d: output_size must be 2")
+    OH, OW = (int(v) for v in output_size)
+    if OH < 0 or OW < 0:
+        raise RuntimeError(
+            "adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 "
+            "but received {%d, %d}" % (OH, OW)
+        )
+    return OH, OW
+
+
+def adaptive_avg_pool2d_geometry(x, output_size):
+    """PyTorch's checks of ``adaptive_avg_pool2d(x, output_size)`` (two ints, None resolved)
+    and the ``AdaptiveGeom``."""
+    OH, OW = adaptive_output_size(output_size)
+    if x.ndim not in (3, 4):
+        raise RuntimeError(
+            "adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got %s" % list(x.shape)
+        )
+    for i in (-2, -1):
+        if x.shape[i] == 0:
+            raise RuntimeError(
+                "adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch "
+                "dimensions, but input has sizes %s with dimension %d being empty"
+                % (list(x.shape), i + x.ndim)
+            )
+    if not x._dtype.is_floating_point:
+        raise NotImplementedError(
+            "\"adaptive_avg_pool2d\" not implemented for '%s'" % x._dtype._legacy
+        )
+    geo = AdaptiveGeom()
+    geo.H, geo.W = x.shape[-2:]
+    geo.P = int(np.prod(x.shape[:-2]))
+    geo.OH, geo.OW = OH, OW
+    geo.xshape = tuple(x.shape)
+    geo.yshape = tuple(x.shape[:-2]) + (OH, OW)
+    geo.dtype = x._dtype
+    return geo
+
+
+def _adaptive_vjp(node, grads):
+    return (adaptive_avg_pool2d_backward(grads[0], node.attrs),)
+
+
+def _adaptive_backward_vjp(node, grads):
+    return (adaptive_avg_pool2d(grads[0], node.attrs),)
+
+
+@op(
+    "adaptive_avg_pool2d",
+    "nn",
+    node="AdaptiveAvgPool2DBackward0",
+    vjp=_adaptive_vjp,
+    kernels=CPU,
+    double=True,  # NOTE [backward nodes]
+)
+def adaptive_avg_pool2d(x, geo):
+    """Adaptive average pooling of ``x`` to ``geo``'s output size
+    (``adaptive_avg_pool2d_geometry``): window o spans [floor(o*n/out), ceil((o+1)*n/out))."""
+    cd = compute_dtype(geo.dtype)
+    out = np.empty((geo.P, geo.OH, geo.OW), cd)
+    if out.size:
+        KP.adaptive_avgpool2d_fwd_cpu(carray(x, cd).reshape(geo.P, geo.H, geo.W), out)
+    return adaptive_avg_pool2d.op.record(
+        out.reshape(geo.yshape).astype(geo.dtype.np, copy=False), (x,), attrs=geo
+    )
+
+
+@internal_op(
+    "adaptive_avg_pool2d_backward",
+    "nn",
+    node="AdaptiveAvgPool2DBackwardBackward0",
+    vjp=_adaptive_backward_vjp,
+    args=("g",),
+    kernels=CPU,
+)
+def adaptive_avg_pool2d_backward(g, geo):
+    """The adjoint of ``adaptive_avg_pool2d``: each window's gradient spread evenly over it."""
+    cd = compute_dtype(geo.dtype)
+    gx = np.empty((geo.P, geo.H, geo.W), cd)
+    if gx.size:
+        KP.adaptive_avgpool2d_bwd_cpu(carray(g, cd).reshape(geo.P, geo.OH, geo.OW), gx)
+    else:
+        gx[...] = 0
+    return adaptive_avg_pool2d_backward.op.record(
+        gx.reshape(geo.xshape).astype(geo.dtype.np, copy=False), (g,), attrs=geo
+    )
