@@ -99,3 +99,66 @@ def test_tensor_stub_is_not_imported():
 
     assert nbgrad._tensor.__file__.endswith("_tensor.py")
     assert os.path.exists(os.path.join(ROOT, "nbgrad", "_tensor.pyi"))
+
+
+# -- annotations of the public API resolve (a typo in a forward reference fails here) -----------
+
+_ANNOTATED = [
+    "nbgrad._tensor",
+    "nbgrad.creation",
+    "nbgrad.autograd",
+    "nbgrad.autograd.functional",
+    "nbgrad.grad_mode",
+    "nbgrad.random",
+    "nbgrad.serialization",
+    "nbgrad.nn.modules.module",
+    "nbgrad.optim.optimizer",
+]
+
+
+def _public_callables(modname):
+    import importlib
+
+    mod = importlib.import_module(modname)
+    for name, obj in vars(mod).items():
+        if name.startswith("_") or getattr(obj, "__module__", None) != modname:
+            continue
+        if inspect.isfunction(obj):
+            yield name, obj
+        elif inspect.isclass(obj):
+            for mname, m in vars(obj).items():
+                if mname.startswith("_") and not (mname.endswith("__") or mname == "__init__"):
+                    continue
+                if isinstance(m, property):
+                    for part, f in (("fget", m.fget), ("fset", m.fset)):
+                        if f is not None:
+                            yield "%s.%s.%s" % (name, mname, part), f
+                elif isinstance(m, (staticmethod, classmethod)):
+                    yield "%s.%s" % (name, mname), m.__func__
+                elif inspect.isfunction(m) and m.__module__ == modname:
+                    yield "%s.%s" % (name, mname), m
+
+
+@pytest.mark.parametrize("modname", _ANNOTATED)
+def test_annotations_resolve(modname):
+    import typing
+
+    checked = annotated = 0
+    for name, fn in _public_callables(modname):
+        hints = typing.get_type_hints(fn)  # raises NameError on an unresolvable name
+        checked += 1
+        annotated += bool(hints)
+    assert checked and annotated, modname
+    if modname == "nbgrad.autograd":  # Tensor.backward is defined there
+        assert typing.get_type_hints(nbgrad.Tensor.backward)["return"] is type(None)
+
+
+def test_annotation_typo_is_caught():
+    """The check above fails for an annotation naming something that does not exist."""
+    import typing
+
+    def f(x: "Tensr") -> None:  # noqa: F821
+        pass
+
+    with pytest.raises(NameError):
+        typing.get_type_hints(f)
