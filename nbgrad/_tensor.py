@@ -6,6 +6,8 @@ NOTE [version counter]: ``_vc`` is a one-element list shared by a tensor, its vi
 ``detach()``; every in-place write does ``_vc[0] += 1``.  ``.data`` gets a fresh counter.
 """
 
+from __future__ import annotations
+
 import copy
 import numbers
 import operator
@@ -13,14 +15,15 @@ import re
 import threading
 import warnings
 import weakref
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from . import dtypes as _dt
 from ._repr import tensor_repr
-from .device import CPU
+from .device import CPU, device as _device
 from .grad_mode import STATE
-from .utils.hooks import HookDict, add_hook
+from .utils.hooks import HookDict, RemovableHandle, add_hook
 
 __all__ = ["Tensor"]
 _FROM_NP = _dt._FROM_NP
@@ -35,6 +38,9 @@ _NONLEAF_GRAD_WARNING = (
 
 
 class Tensor:
+    """An n-dimensional array with autograd (``torch.Tensor``): made by ``nbgrad.tensor``,
+    ``zeros``, ``rand``, ... or by ops on tensors; its data is a NumPy array on the CPU."""
+
     __slots__ = (
         "_data",
         "_dtype",
@@ -57,7 +63,9 @@ class Tensor:
     __array_priority__ = 1000  # numpy defers to our reflected operators
 
     # -- construction ---------------------------------------------------------------------
-    def __init__(self, data=None, *, dtype=None, requires_grad=False):
+    def __init__(
+        self, data: Any = None, *, dtype: _dt.dtype | None = None, requires_grad: bool = False
+    ) -> None:
         # Tensor(array) is internal-ish; users call nbgrad.tensor().
         arr = _to_array(data if data is not None else [], dtype)
         Tensor._init(self, arr, None, 0, None, None)
@@ -95,65 +103,79 @@ class Tensor:
 
     # -- metadata -------------------------------------------------------------------------
     @property
-    def dtype(self):
+    def dtype(self) -> _dt.dtype:
+        """The element type (``nbgrad.float32``, ...)."""
         return self._dtype
 
     @property
-    def shape(self):
+    def shape(self) -> Size:
+        """The size of each dimension, as a ``Size`` (a tuple of ints)."""
         return Size(self._data.shape)
 
-    def size(self, dim=None):
+    def size(self, dim: int | None = None) -> Size | int:
+        """The shape as a ``Size``, or the length of dimension ``dim`` (negative counts from the
+        end)."""
         if dim is None:
             return Size(self._data.shape)
         return self._data.shape[_wrap_dim(dim, self._data.ndim)]
 
     @property
-    def ndim(self):
+    def ndim(self) -> int:
+        """The number of dimensions."""
         return self._data.ndim
 
-    def dim(self):
+    def dim(self) -> int:
+        """The number of dimensions (``ndimension`` is an alias)."""
         return self._data.ndim
 
     ndimension = dim
 
-    def numel(self):
+    def numel(self) -> int:
+        """The number of elements (``nelement`` is an alias)."""
         return int(self._data.size)
 
     nelement = numel
 
-    def element_size(self):
+    def element_size(self) -> int:
+        """The size of one element in bytes."""
         return self._dtype.itemsize
 
-    def stride(self, dim=None):
+    def stride(self, dim: int | None = None) -> tuple[int, ...] | int:
+        """Strides in elements (not bytes), or the stride of dimension ``dim``."""
         isz = self._data.itemsize
         st = tuple(s // isz for s in self._data.strides)
         if dim is None:
             return st
         return st[_wrap_dim(dim, self._data.ndim)]
 
-    def storage_offset(self):
+    def storage_offset(self) -> int:
+        """Offset in elements of the first element from the start of its storage."""
         root = storage_root(self)
         base = root._data if root._alias is None else root._alias[1]
         return (
             self._data.__array_interface__["data"][0] - base.__array_interface__["data"][0]
         ) // self._data.itemsize
 
-    def data_ptr(self):
+    def data_ptr(self) -> int:
+        """The address of the first element."""
         return self._data.__array_interface__["data"][0]
 
-    def is_contiguous(self, memory_format=None):
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        """Whether the elements are laid out in C (row-major) order without gaps."""
         return self._data.flags.c_contiguous
 
     @property
-    def device(self):
+    def device(self) -> _device:
+        """Where the data lives: always the CPU."""
         return CPU
 
     @property
-    def is_cuda(self):
+    def is_cuda(self) -> bool:
+        """Always False: nbgrad tensors live on the CPU."""
         return False
 
     @property
-    def grad_fn(self):
+    def grad_fn(self) -> Any:
         """The node that made this tensor (None for a leaf).  Internals read the slot
         ``_grad_fn``; this getter adds PyTorch's check of a stale view (NOTE [view creation
         meta]): a view that may not follow its base's in-place change raises here."""
@@ -167,20 +189,24 @@ class Tensor:
         return self._stale[0] if self._stale is not None else None
 
     @property
-    def is_leaf(self):
+    def is_leaf(self) -> bool:
+        """True for a tensor not made by a recorded op (``grad_fn`` is None)."""
         if self._grad_fn is not None:
             return False
         if self._stale is not None:
             raise RuntimeError(view_rebase_error(self, True))
         return True
 
-    def is_floating_point(self):
+    def is_floating_point(self) -> bool:
+        """Whether the dtype is a floating point type."""
         return self._dtype.is_floating_point
 
-    def is_complex(self):
+    def is_complex(self) -> bool:
+        """Whether the dtype is a complex type."""
         return self._dtype.is_complex
 
-    def is_inference(self):
+    def is_inference(self) -> bool:
+        """Whether the tensor was made under ``inference_mode``."""
         return self._inference
 
     def _is_view(self):
@@ -191,19 +217,23 @@ class Tensor:
         return self._vc[0]
 
     @property
-    def output_nr(self):
+    def output_nr(self) -> int:
+        """Which output of its ``grad_fn`` this tensor is."""
         return self._output_nr
 
     # -- autograd fields ------------------------------------------------------------------
     @property
-    def requires_grad(self):
+    def requires_grad(self) -> bool:
+        """Whether gradients are recorded for this tensor."""
         return self._requires_grad
 
     @requires_grad.setter
-    def requires_grad(self, value):
+    def requires_grad(self, value: bool) -> None:
         self.requires_grad_(bool(value))
 
-    def requires_grad_(self, requires_grad=True):
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set ``requires_grad`` in place (leaves only, floating point or complex dtypes); returns
+        ``self``."""
         if self._grad_fn is not None or self._stale_fn() is not None:
             if not requires_grad:
                 raise RuntimeError(
@@ -231,7 +261,8 @@ class Tensor:
         return self
 
     @property
-    def grad(self):
+    def grad(self) -> Tensor | None:
+        """The accumulated gradient (None until a backward pass reaches this leaf)."""
         fn = self._grad_fn
         if fn is None and self._stale is not None:
             fn = self._stale[0]  # a stale view counts as what it was
@@ -240,7 +271,7 @@ class Tensor:
         return self._grad
 
     @grad.setter
-    def grad(self, value):
+    def grad(self, value: Tensor | None) -> None:
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(
@@ -262,14 +293,16 @@ class Tensor:
         self._grad = value
 
     @grad.deleter
-    def grad(self):
+    def grad(self) -> None:
         self._grad = None
 
     @property
-    def retains_grad(self):
+    def retains_grad(self) -> bool:
+        """Whether ``retain_grad()`` was called on this non-leaf."""
         return self._retains_grad
 
-    def retain_grad(self):
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` of this non-leaf tensor after backward (a no-op on a leaf)."""
         if not self._requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self._grad_fn is None or self._retains_grad:
@@ -282,7 +315,9 @@ class Tensor:
         node._retain[self._output_nr] = weakref.ref(self)
         self._retains_grad = True
 
-    def register_hook(self, hook):
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
+        """Call ``hook(grad)`` when this tensor's gradient is computed; a returned tensor replaces
+        the gradient.  Returns a handle whose ``remove()`` unregisters it."""
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is not None:  # a stale view raises
@@ -291,7 +326,8 @@ class Tensor:
             self._hooks = HookDict()
         return add_hook(self._hooks, hook)
 
-    def register_post_accumulate_grad_hook(self, hook):
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> RemovableHandle:
+        """Call ``hook(self)`` after a gradient was accumulated into this leaf's ``.grad``."""
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is not None:  # a stale view raises
@@ -302,7 +338,7 @@ class Tensor:
             self._post_acc_hooks = HookDict()
         return add_hook(self._post_acc_hooks, hook)
 
-    def detach(self):
+    def detach(self) -> Tensor:
         """A new leaf sharing data and version counter: no differentiable view (``_base`` is
         None), but an alias of the tensor owning the storage (``_alias``: a weak reference to
         it, which keeps no graph alive, and its array) whose own views follow writes through
@@ -312,7 +348,8 @@ class Tensor:
         t._alias = (weakref.ref(root), root._data)
         return t
 
-    def detach_(self):
+    def detach_(self) -> Tensor:
+        """Detach this tensor from the graph in place (not for views); returns ``self``."""
         if self._basev is not None:
             raise RuntimeError(
                 "Can't detach views in-place. Use detach() instead. If you are using "
@@ -328,18 +365,21 @@ class Tensor:
         return self
 
     @property
-    def data(self):
+    def data(self) -> Tensor:
+        """A tensor sharing the data, outside autograd; assigning replaces the data."""
         return Tensor._make(self._data)
 
     @data.setter
-    def data(self, value):
+    def data(self, value: Tensor) -> None:
         if not isinstance(value, Tensor):
             raise TypeError("data must be a Tensor")
         self._data = value._data
         self._dtype = value._dtype
 
     # -- interop --------------------------------------------------------------------------
-    def numpy(self, *, force=False):
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The data as a NumPy array sharing memory (raises for a tensor that requires grad
+        while grad mode is on)."""
         if self._requires_grad and not force and STATE.enabled:  # allowed under no_grad
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use "
@@ -347,7 +387,7 @@ class Tensor:
             )
         return self._data
 
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         """NumPy's array protocol with NumPy 2's ``copy=``: True returns a copy, False raises
         ValueError when one is needed (a dtype change), None copies only then.  A tensor that
         requires grad raises as ``numpy()`` does (PyTorch's error)."""
@@ -358,7 +398,9 @@ class Tensor:
             return arr.astype(dtype)
         return arr.copy(order="K") if copy else arr
 
-    def __array_wrap__(self, array, context=None, return_scalar=False):
+    def __array_wrap__(
+        self, array: np.ndarray, context: Any = None, return_scalar: bool = False
+    ) -> Tensor:
         """What a NumPy ufunc (``np.exp(t)``) or function (``np.argmax(t)``) returns: a tensor
         sharing the result's memory, 0-d for a scalar result, as PyTorch's ``torch.from_numpy``
         (a bool result becomes uint8, as in PyTorch).  The inputs went through ``__array__``, so a
@@ -368,7 +410,14 @@ class Tensor:
         _dt.from_numpy_dtype(array.dtype)
         return Tensor._make(array)
 
-    def __dlpack__(self, *, stream=-1, max_version=None, dl_device=None, copy=None):
+    def __dlpack__(
+        self,
+        *,
+        stream: int | None = -1,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
         """Export as a DLPack capsule sharing memory (``torch.from_dlpack``, ``np.from_dlpack``)."""
         if self._requires_grad:
             raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
@@ -378,25 +427,27 @@ class Tensor:
             raise AssertionError("stream should be None on cpu.")
         return self._data.__dlpack__(max_version=max_version, dl_device=dl_device, copy=copy)
 
-    def __dlpack_device__(self):
+    def __dlpack_device__(self) -> tuple[int, int]:
         return (1, 0)  # (kDLCPU, device 0)
 
-    def item(self):
+    def item(self) -> Any:
+        """The value of a one-element tensor as a Python number."""
         if self._data.size != 1:
             raise RuntimeError(
                 "a Tensor with %d elements cannot be converted to Scalar" % self._data.size
             )
         return self._data.reshape(()).item()
 
-    def tolist(self):
+    def tolist(self) -> Any:
+        """The data as (nested) Python lists of numbers."""
         return self._data.tolist()
 
-    def __len__(self):
+    def __len__(self) -> int:
         if self._data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
         return self._data.shape[0]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Tensor]:
         if self._data.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
         return iter(self.unbind(0))
@@ -405,12 +456,12 @@ class Tensor:
         if self._data.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         if self._data.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self._data.reshape(()).item())
 
-    def __float__(self):
+    def __float__(self) -> float:
         self._scalar_check()
         return float(
             self._data.reshape(()).item().real
@@ -418,40 +469,40 @@ class Tensor:
             else self._data.reshape(()).item()
         )
 
-    def __int__(self):
+    def __int__(self) -> int:
         self._scalar_check()
         return int(self._data.reshape(()).item())
 
-    def __index__(self):
+    def __index__(self) -> int:
         if not self._dtype.is_integral or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self._data.reshape(()).item())
 
-    def __complex__(self):
+    def __complex__(self) -> complex:
         self._scalar_check()
         return complex(self._data.reshape(()).item())
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return id(self)
 
     # Pickling and copying follow PyTorch: a pickle holds the memory the tensor's elements span,
     # its strides and requires_grad (not .grad, hooks or history: a non-leaf comes back as a
     # leaf); copy.copy shares memory; deepcopy copies it (views copied together stay views of
     # one copy) and .grad.  Public attributes set on the tensor travel in both.
-    def __reduce_ex__(self, proto):
+    def __reduce_ex__(self, proto: Any) -> tuple[Any, ...]:
         _warn_unpickled_hooks(self)
         return (
             _rebuild_tensor,
             (type(self), *_span(self._data), self._requires_grad, _user_state(self)),
         )
 
-    def __copy__(self):
+    def __copy__(self) -> Tensor:
         t = type(self)._make(self._data)
         t._requires_grad = self._requires_grad
         t.__dict__.update(_user_state(self))
         return t
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
         if not self.is_leaf:  # a stale view raises
             raise RuntimeError(
                 "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
@@ -469,12 +520,12 @@ class Tensor:
         t.__dict__.update(copy.deepcopy(_user_state(self), memo))
         return t
 
-    def __repr__(self, *, tensor_contents=None):
+    def __repr__(self, *, tensor_contents: Any = None) -> str:
         return tensor_repr(self)
 
     __str__ = __repr__
 
-    def __format__(self, spec):
+    def __format__(self, spec: str) -> str:
         if self._data.ndim == 0:
             return self.item().__format__(spec)
         return object.__format__(self, spec)
@@ -640,12 +691,13 @@ def sync_views_requires_grad(base):
 class Size(tuple):
     """``tensor.shape``: a tuple that prints like PyTorch's ``torch.Size([2, 3])``."""
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "torch.Size(%s)" % list(self)
 
     __str__ = __repr__
 
-    def numel(self):
+    def numel(self) -> int:
+        """The number of elements of a tensor of this shape."""
         n = 1
         for s in self:
             n *= s

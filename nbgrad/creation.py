@@ -1,15 +1,20 @@
 """Creation functions: tensor, as_tensor, from_numpy, zeros/ones/full/empty(+_like), rand*,
 arange, linspace, eye."""
 
+from __future__ import annotations
+
 import math
 import numbers
 import warnings
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from . import dtypes as _dt, random as _random
 from ._tensor import Tensor, _dense, _to_array
-from .device import check_device
+from .device import check_device, device as _Device
+from .random import Generator
 
 __all__ = [
     "tensor",
@@ -48,8 +53,16 @@ def _finish(arr, device, requires_grad):
     return t
 
 
-def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
-    """Copy ``data`` into a new leaf tensor (``torch.tensor``)."""
+def tensor(
+    data: Any,
+    *,
+    dtype: _dt.dtype | None = None,
+    device: _Device | str | int | None = None,
+    requires_grad: bool = False,
+    pin_memory: bool = False,
+) -> Tensor:
+    """Copy ``data`` (a number, nested lists/tuples, an ndarray, a tensor of any library) into
+    a new leaf tensor (``torch.tensor``); the dtype is inferred unless given."""
     if isinstance(data, Tensor):
         warnings.warn(
             "To copy construct from a tensor, it is recommended to use "
@@ -68,11 +81,20 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     return _finish(arr, device, requires_grad)
 
 
-def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
+def scalar_tensor(
+    s: complex,
+    *,
+    dtype: _dt.dtype | None = None,
+    device: _Device | str | int | None = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """A 0-d tensor holding ``s`` (the default dtype unless given)."""
     return tensor(s, dtype=dtype or _dt._default[0], device=device, requires_grad=requires_grad)
 
 
-def as_tensor(data, dtype=None, device=None):
+def as_tensor(
+    data: Any, dtype: _dt.dtype | None = None, device: _Device | str | int | None = None
+) -> Tensor:
     """Share memory with ``data`` when it already is a Tensor / ndarray of the right dtype."""
     if isinstance(data, Tensor):
         if dtype is None or _dt.as_dtype(dtype) is data._dtype:
@@ -85,7 +107,9 @@ def as_tensor(data, dtype=None, device=None):
     return tensor(data, dtype=dtype, device=device)
 
 
-def from_dlpack(ext_tensor, *, device=None, copy=None):
+def from_dlpack(
+    ext_tensor: Any, *, device: _Device | str | int | None = None, copy: bool | None = None
+) -> Tensor:
     """A tensor sharing memory with ``ext_tensor``: any object with ``__dlpack__`` (a PyTorch
     tensor, a NumPy array, a CPU CuPy/JAX array, an nbgrad tensor) or a DLPack capsule
     (``torch.utils.dlpack.to_dlpack``; a capsule is consumed once).  ``copy=True`` copies,
@@ -136,7 +160,7 @@ def _dlpack_array(obj, copy=None):
     return arr
 
 
-def from_numpy(ndarray):
+def from_numpy(ndarray: np.ndarray) -> Tensor:
     """Zero-copy: the tensor and the array share memory."""
     if not isinstance(ndarray, np.ndarray):
         raise TypeError("expected np.ndarray (got %s)" % type(ndarray).__name__)
@@ -277,22 +301,53 @@ def _dtype_or_default(dtype):
     return _dt.as_dtype(dtype) if dtype is not None else _dt._default[0]
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False, out=None):
+def zeros(
+    *size: int | Sequence[int],
+    dtype: _dt.dtype | None = None,
+    device: _Device | str | int | None = None,
+    requires_grad: bool = False,
+    out: Tensor | None = None,
+) -> Tensor:
+    """A tensor of zeros of shape ``size`` (``zeros(2, 3)`` or ``zeros((2, 3))``)."""
     d = _dtype_or_default(dtype)
     return _finish(_alloc(np.zeros, _shape(size, "zeros"), d), device, requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False, out=None):
+def ones(
+    *size: int | Sequence[int],
+    dtype: _dt.dtype | None = None,
+    device: _Device | str | int | None = None,
+    requires_grad: bool = False,
+    out: Tensor | None = None,
+) -> Tensor:
+    """A tensor of ones of shape ``size`` (``ones(2, 3)`` or ``ones((2, 3))``)."""
     d = _dtype_or_default(dtype)
     return _finish(_alloc(np.ones, _shape(size, "ones"), d), device, requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None, out=None):
+def empty(
+    *size: int | Sequence[int],
+    dtype: _dt.dtype | None = None,
+    device: _Device | str | int | None = None,
+    requires_grad: bool = False,
+    memory_format: Any = None,
+    out: Tensor | None = None,
+) -> Tensor:
+    """An uninitialised tensor of shape ``size``."""
     d = _dtype_or_default(dtype)
     return _finish(_alloc(np.empty, _shape(size, "empty"), d), device, requires_grad)
 
 
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
+def full(
+    size: Sequence[int],
+    fill_value: complex,
+    *,
+    dtype: _dt.dtype | None = None,
+    device: _Device | str | int | None = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """A tensor of shape ``size`` filled with ``fill_value`` (dtype inferred from it unless
+    given)."""
     if not isinstance(size, (tuple, list)):  # PyTorch takes no bare int here
         raise TypeError(
             "full(): argument 'size' (position 1) must be tuple of ints, not %s" % _type_name(size)
@@ -351,25 +406,56 @@ def _empty_like(input, dtype):
     return np.empty(a.shape, dtype)
 
 
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+def zeros_like(
+    input: Tensor,
+    *,
+    dtype: _dt.dtype | None = None,
+    device: _Device | str | int | None = None,
+    requires_grad: bool = False,
+    memory_format: Any = None,
+) -> Tensor:
+    """Zeros with the shape (and dtype, unless given) of ``input``."""
     out = _empty_like(input, _like(input, dtype))
     out[...] = 0
     return _finish(out, device, requires_grad)
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+def ones_like(
+    input: Tensor,
+    *,
+    dtype: _dt.dtype | None = None,
+    device: _Device | str | int | None = None,
+    requires_grad: bool = False,
+    memory_format: Any = None,
+) -> Tensor:
+    """Ones with the shape (and dtype, unless given) of ``input``."""
     out = _empty_like(input, _like(input, dtype))
     out[...] = 1
     return _finish(out, device, requires_grad)
 
 
-def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+def empty_like(
+    input: Tensor,
+    *,
+    dtype: _dt.dtype | None = None,
+    device: _Device | str | int | None = None,
+    requires_grad: bool = False,
+    memory_format: Any = None,
+) -> Tensor:
+    """An uninitialised tensor with the shape and dtype of ``input``."""
     return _finish(_empty_like(input, _like(input, dtype)), device, requires_grad)
 
 
 def full_like(
-    input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None
-):
+    input: Tensor,
+    fill_value: complex,
+    *,
+    dtype: _dt.dtype | None = None,
+    device: _Device | str | int | None = None,
+    requires_grad: bool = False,
+    memory_format: Any = None,
+) -> Tensor:
+    """``fill_value`` everywhere, with the shape (and dtype, unless given) of ``input``."""
     out = _empty_like(input, _like(input, dtype))
     out[...] = _fill(fill_value, _dt.from_numpy_dtype(out.dtype))
     return _finish(out, device, requires_grad)
@@ -389,14 +475,28 @@ def _as(arr, d):
     return arr.astype(d.np, copy=False)
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
+def rand(
+    *size: int | Sequence[int],
+    generator: Generator | None = None,
+    dtype: _dt.dtype | None = None,
+    device: _Device | str | int | None = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """Uniform samples from ``[0, 1)`` of shape ``size``."""
     d = _float_dtype(dtype, "check_uniform_bounds")
     shape = _shape(size, "rand")
     arr = _alloc(_random.rng(generator).random, shape, _dt.float64, itemsize=d.itemsize)
     return _finish(_as(arr, d), device, requires_grad)
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
+def randn(
+    *size: int | Sequence[int],
+    generator: Generator | None = None,
+    dtype: _dt.dtype | None = None,
+    device: _Device | str | int | None = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """Standard normal samples of shape ``size``."""
     d = _float_dtype(dtype, "normal_kernel_cpu")
     shape = _shape(size, "randn")
     arr = _alloc(_random.rng(generator).standard_normal, shape, _dt.float64, itemsize=d.itemsize)
@@ -440,8 +540,17 @@ def _randint_bounds(low, high, d):
 
 
 def randint(
-    low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False
-):
+    low: int = 0,
+    high: int | Sequence[int] | None = None,
+    size: Sequence[int] | None = None,
+    *,
+    generator: Generator | None = None,
+    dtype: _dt.dtype | None = None,
+    device: _Device | str | int | None = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """Integers drawn uniformly from ``[low, high)`` (``randint(high, size)`` or
+    ``randint(low, high, size)``), int64 unless ``dtype`` is given."""
     if size is None and isinstance(high, (tuple, list)):
         low, high, size = 0, low, high
     if high is None:
@@ -469,13 +578,29 @@ def randint(
     return _finish(_as(arr, d), device, requires_grad)
 
 
-def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+def rand_like(
+    input: Tensor,
+    *,
+    dtype: _dt.dtype | None = None,
+    device: _Device | str | int | None = None,
+    requires_grad: bool = False,
+    memory_format: Any = None,
+) -> Tensor:
+    """Uniform ``[0, 1)`` samples with the shape and dtype of ``input``."""
     out = _empty_like(input, _like(input, dtype))
     out[...] = rand(*input.shape, dtype=dtype or input._dtype)._data
     return _finish(out, device, requires_grad)
 
 
-def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+def randn_like(
+    input: Tensor,
+    *,
+    dtype: _dt.dtype | None = None,
+    device: _Device | str | int | None = None,
+    requires_grad: bool = False,
+    memory_format: Any = None,
+) -> Tensor:
+    """Standard normal samples with the shape and dtype of ``input``."""
     out = _empty_like(input, _like(input, dtype))
     out[...] = randn(*input.shape, dtype=dtype or input._dtype)._data
     return _finish(out, device, requires_grad)
@@ -488,7 +613,17 @@ def _range_scalar(v):
     return v
 
 
-def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+def arange(
+    start: float = 0,
+    end: float | None = None,
+    step: float = 1,
+    *,
+    dtype: _dt.dtype | None = None,
+    device: _Device | str | int | None = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """Values from ``start`` to ``end`` (excluded) by ``step``; ``arange(n)`` is ``0..n-1``.
+    int64 when all arguments are integers, else the default dtype."""
     start, end, step = (_range_scalar(v) for v in (start, end, step))
     if end is None:
         start, end = 0, start
@@ -528,7 +663,16 @@ def _g(v):
     return "%g" % v if isinstance(v, float) else str(v)
 
 
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+def linspace(
+    start: complex,
+    end: complex,
+    steps: int,
+    *,
+    dtype: _dt.dtype | None = None,
+    device: _Device | str | int | None = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end``, both included."""
     if _int_arg(steps) is None:
         raise TypeError(
             "linspace() received an invalid combination of arguments - got (%s), but expected "
@@ -563,7 +707,15 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
 _NO_M = object()
 
 
-def eye(n, m=_NO_M, *, dtype=None, device=None, requires_grad=False):
+def eye(
+    n: int,
+    m: int = _NO_M,  # type: ignore[assignment]
+    *,
+    dtype: _dt.dtype | None = None,
+    device: _Device | str | int | None = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """An ``n`` x ``m`` (``m`` defaults to ``n``) matrix with ones on the diagonal."""
     if _int_arg(n) is None:
         raise TypeError("eye(): argument 'n' (position 1) must be int, not %s" % _type_name(n))
     if m is not _NO_M and _int_arg(m) is None:

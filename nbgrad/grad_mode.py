@@ -8,10 +8,14 @@ defaults: grad mode (here: enabled, inference off), the batched-backward dims
 (autograd/anomaly_mode.py) is process-global, as in PyTorch.
 """
 
+from __future__ import annotations
+
 import functools
 import inspect
 import threading
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 __all__ = [
     "no_grad",
@@ -32,20 +36,22 @@ class _State(threading.local):
 STATE = _State()
 
 
-def is_grad_enabled():
+def is_grad_enabled() -> bool:
+    """Whether ops record the autograd graph now (``torch.is_grad_enabled``)."""
     if STATE.inference and STATE.shown is not None:
         return STATE.shown
     return STATE.enabled
 
 
-def is_inference_mode_enabled():
+def is_inference_mode_enabled() -> bool:
+    """Whether an ``inference_mode`` block is active."""
     return STATE.inference
 
 
 class _DecoratorContextManager:
     """Context manager usable as ``@ctx()`` / ``@ctx`` on functions and generators."""
 
-    def __call__(self, func):
+    def __call__(self, func: Callable[..., Any]) -> Callable[..., Any]:
         if inspect.isclass(func):
             warnings.warn(
                 "Decorating classes is deprecated and will be disabled in future versions. You "
@@ -92,26 +98,26 @@ class _DecoratorContextManager:
 
         return wrapper
 
-    def clone(self):
+    def clone(self) -> _DecoratorContextManager:
         return self.__class__()
 
 
 class no_grad(_DecoratorContextManager):
     """Disable gradient recording inside the block (``nbgrad.no_grad``)."""
 
-    def __new__(cls, orig_func=None):
+    def __new__(cls, orig_func: Callable[..., Any] | None = None) -> Any:
         if orig_func is not None and callable(orig_func):  # bare @no_grad
             return cls()(orig_func)
         return super().__new__(cls)
 
-    def __init__(self, orig_func=None):
+    def __init__(self, orig_func: Callable[..., Any] | None = None) -> None:
         self.prev = []
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         self.prev.append(STATE.enabled)
         STATE.enabled = False
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> bool:
         STATE.enabled = self.prev.pop()
         return False
 
@@ -119,22 +125,22 @@ class no_grad(_DecoratorContextManager):
 class enable_grad(_DecoratorContextManager):
     """Re-enable gradient recording inside the block (``nbgrad.enable_grad``)."""
 
-    def __new__(cls, orig_func=None):
+    def __new__(cls, orig_func: Callable[..., Any] | None = None) -> Any:
         if orig_func is not None and callable(orig_func):
             return cls()(orig_func)
         return super().__new__(cls)
 
-    def __init__(self, orig_func=None):
+    def __init__(self, orig_func: Callable[..., Any] | None = None) -> None:
         self.prev = []
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         self.prev.append((STATE.enabled, STATE.shown))
         if STATE.inference:  # grad mode reads True, but inference tensors never record
             STATE.shown = True
         else:
             STATE.enabled = True
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> bool:
         STATE.enabled, STATE.shown = self.prev.pop()
         return False
 
@@ -142,7 +148,7 @@ class enable_grad(_DecoratorContextManager):
 class set_grad_enabled(_DecoratorContextManager):
     """Set grad mode; takes effect at once when called, restores on ``__exit__``."""
 
-    def __init__(self, mode):
+    def __init__(self, mode: bool) -> None:
         if not isinstance(mode, bool):
             raise TypeError(
                 "set_grad_enabled(): argument 'enabled' (position 1) must be bool, "
@@ -152,51 +158,51 @@ class set_grad_enabled(_DecoratorContextManager):
         self.mode = mode
         STATE.enabled = mode
 
-    def __call__(self, func):
+    def __call__(self, func: Callable[..., Any]) -> Callable[..., Any]:
         STATE.enabled = self.prev
         return super().__call__(func)
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         STATE.enabled = self.mode
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> bool:
         STATE.enabled = self.prev
         return False
 
-    def clone(self):
+    def clone(self) -> _DecoratorContextManager:
         return _SetGrad(self.mode)
 
 
 class _SetGrad(_DecoratorContextManager):
-    def __init__(self, mode):
+    def __init__(self, mode: bool) -> None:
         self.mode = mode
         self.prev = []
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         self.prev.append(STATE.enabled)
         STATE.enabled = self.mode
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> bool:
         STATE.enabled = self.prev.pop()
         return False
 
-    def clone(self):
+    def clone(self) -> _DecoratorContextManager:
         return _SetGrad(self.mode)
 
 
 class inference_mode(_DecoratorContextManager):
     """Like ``no_grad``; tensors created inside are inference tensors (``is_inference()``)."""
 
-    def __new__(cls, mode=True):
+    def __new__(cls, mode: bool | Callable[..., Any] = True) -> Any:
         if callable(mode) and not isinstance(mode, bool):
             return cls()(mode)
         return super().__new__(cls)
 
-    def __init__(self, mode=True):
+    def __init__(self, mode: bool = True) -> None:
         self.mode = mode
         self.prev = []
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         self.prev.append((STATE.enabled, STATE.inference, STATE.shown))
         STATE.shown = None
         if self.mode:
@@ -206,9 +212,9 @@ class inference_mode(_DecoratorContextManager):
             STATE.inference = False
             STATE.enabled = True
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> bool:
         STATE.enabled, STATE.inference, STATE.shown = self.prev.pop()
         return False
 
-    def clone(self):
+    def clone(self) -> _DecoratorContextManager:
         return self.__class__(self.mode)

@@ -1,15 +1,21 @@
 """The default random generator (numpy's PCG64), seeded by ``nbgrad.manual_seed``."""
 
+from __future__ import annotations
+
 import numpy as np
 
 __all__ = ["manual_seed", "seed", "initial_seed", "default_generator"]
 
 
 class Generator:
-    def __init__(self, seed=67280421310721):
+    """A random number generator (``torch.Generator``): NumPy's PCG64 with a seed; pass it as
+    ``generator=`` to ``rand``, ``randn``, ``randint`` and the random in-place fills."""
+
+    def __init__(self, seed: int = 67280421310721) -> None:
         self.manual_seed(seed)
 
-    def manual_seed(self, seed):
+    def manual_seed(self, seed: int) -> Generator:
+        """Reseed this generator (any int64 or uint64 value); returns it."""
         seed = int(seed)
         if not -(2**63) <= seed < 2**64:  # PyTorch's parser: int64 or uint64
             raise ValueError("Overflow when unpacking long long")
@@ -17,26 +23,30 @@ class Generator:
         self.rng = np.random.Generator(np.random.PCG64(self._seed))
         return self
 
-    def initial_seed(self):
+    def initial_seed(self) -> int:
+        """The seed this generator was last seeded with."""
         return self._seed
 
 
 default_generator = Generator()
 
 
-def manual_seed(seed):
+def manual_seed(seed: int) -> Generator:
+    """Seed the default generator (``torch.manual_seed``); returns it."""
     return default_generator.manual_seed(seed)
 
 
-def seed():
+def seed() -> int:
+    """Seed the default generator from OS entropy; returns the seed."""
     s = int(np.random.SeedSequence().entropy & (2**63 - 1))
     default_generator.manual_seed(s)
     return s
 
 
-def initial_seed():
+def initial_seed() -> int:
+    """The seed of the default generator."""
     return default_generator.initial_seed()
 
 
-def rng(generator=None):
+def rng(generator: Generator | None = None) -> np.random.Generator:
     return (generator or default_generator).rng

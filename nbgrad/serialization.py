@@ -14,6 +14,8 @@ Loading never executes code: the header is parsed by ``json`` and only the close
 listed in ``_DECODERS`` can be produced; there is no way for a file to name a class or function.
 """
 
+from __future__ import annotations
+
 import base64
 import collections
 import io
@@ -22,6 +24,7 @@ import math
 import os
 import struct
 import zlib
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -63,15 +66,15 @@ _DTYPES = {
 
 
 def save(
-    obj,
-    f,
-    pickle_module=None,
-    pickle_protocol=None,
-    _use_new_zipfile_serialization=True,
-    _disable_byteorder_record=False,
+    obj: Any,
+    f: str | os.PathLike[str] | BinaryIO,
+    pickle_module: Any = None,
+    pickle_protocol: int | None = None,
+    _use_new_zipfile_serialization: bool = True,
+    _disable_byteorder_record: bool = False,
     *,
-    format="nbgrad",
-):
+    format: str = "nbgrad",
+) -> None:
     """Save ``obj`` (a Tensor, or None/bool/int/float/complex/str/bytes, dtype, device, numpy
     array, or a dict/OrderedDict/list/tuple nesting of those) to ``f`` (a path or a writable
     binary file object).  The PyTorch-only keyword arguments are accepted and ignored.
@@ -274,8 +277,14 @@ def _is_path(f):
 
 
 def load(
-    f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **pickle_load_args
-):
+    f: str | os.PathLike[str] | BinaryIO,
+    map_location: Any = None,
+    pickle_module: Any = None,
+    *,
+    weights_only: bool = True,
+    mmap: bool | None = None,
+    **pickle_load_args: Any,
+) -> Any:
     """Load an object written by :func:`save` (either format) or by ``torch.save`` from ``f``
     (a path or a readable binary file).
 

@@ -6,7 +6,10 @@ anomaly_mode), so this file runs while ops are still loading.  What it imports a
 ``forward_ad``, which import ops, are imported by ``nbgrad/__init__.py`` once ops are loaded.
 """
 
+from __future__ import annotations
+
 import warnings
+from collections.abc import Sequence
 
 from .. import creation
 from .._tensor import Size, Tensor
@@ -129,13 +132,13 @@ def _roots(outputs):
 
 
 def backward(
-    tensors,
-    grad_tensors=None,
-    retain_graph=None,
-    create_graph=False,
-    grad_variables=None,
-    inputs=None,
-):
+    tensors: Tensor | Sequence[Tensor],
+    grad_tensors: Tensor | Sequence[Tensor | None] | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    grad_variables: Tensor | Sequence[Tensor | None] | None = None,
+    inputs: Tensor | Sequence[Tensor] | None = None,
+) -> None:
     """Accumulate gradients of ``tensors`` into the ``.grad`` of leaves (or of ``inputs``)."""
     if grad_variables is not None:
         warnings.warn(
@@ -177,16 +180,16 @@ def backward(
 
 
 def grad(
-    outputs,
-    inputs,
-    grad_outputs=None,
-    retain_graph=None,
-    create_graph=False,
-    only_inputs=True,
-    allow_unused=None,
-    is_grads_batched=False,
-    materialize_grads=False,
-):
+    outputs: Tensor | Sequence[Tensor],
+    inputs: Tensor | Sequence[Tensor],
+    grad_outputs: Tensor | Sequence[Tensor | None] | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    only_inputs: bool = True,
+    allow_unused: bool | None = None,
+    is_grads_batched: bool = False,
+    materialize_grads: bool = False,
+) -> tuple[Tensor | None, ...]:
     """Return the gradients of ``outputs`` with respect to ``inputs`` (never touches ``.grad``)."""
     if materialize_grads and allow_unused is False:
         raise ValueError(
@@ -246,8 +249,16 @@ def grad(
     return tuple(result)
 
 
-def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-    """``Tensor.backward``: ``autograd.backward(self, ...)``."""
+def _tensor_backward(
+    self: Tensor,
+    gradient: Tensor | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: Tensor | Sequence[Tensor] | None = None,
+) -> None:
+    """Compute the gradient of this tensor with respect to the graph leaves and accumulate it
+    into their ``.grad`` (``gradient`` is required unless the tensor has one element); with
+    ``inputs``, only into those (``autograd.backward(self, ...)``)."""
     backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
 

@@ -2,6 +2,11 @@
 output structure and errors; SEMANTICS.md section 12).  jvp/hvp use the double-backward trick,
 as PyTorch's functional API does.  Loaded on first use, after ops (NOTE [autograd layering])."""
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from .. import grad_mode
@@ -189,8 +194,15 @@ def _check_outputs(outputs, fn_name):
         )
 
 
-def vjp(func, inputs, v=None, create_graph=False, strict=False):
-    """(func(inputs), v^T J)."""
+def vjp(
+    func: Callable[..., Tensor | tuple[Tensor, ...]],
+    inputs: Tensor | tuple[Tensor, ...],
+    v: Tensor | tuple[Tensor, ...] | None = None,
+    create_graph: bool = False,
+    strict: bool = False,
+) -> tuple[Any, Any]:
+    """Return ``(func(*inputs), v^T J)``: the outputs and the vector-Jacobian product (``v``
+    shaped as the outputs; optional for a one-element output)."""
     with grad_mode.enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
         inputs = _grad_preprocess(inputs, create_graph, True)
@@ -221,8 +233,15 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
     )
 
 
-def jvp(func, inputs, v=None, create_graph=False, strict=False):
-    """(func(inputs), J v) via the double-backward trick."""
+def jvp(
+    func: Callable[..., Tensor | tuple[Tensor, ...]],
+    inputs: Tensor | tuple[Tensor, ...],
+    v: Tensor | tuple[Tensor, ...] | None = None,
+    create_graph: bool = False,
+    strict: bool = False,
+) -> tuple[Any, Any]:
+    """Return ``(func(*inputs), J v)``: the outputs and the Jacobian-vector product (``v``
+    shaped as the inputs), via the double-backward trick."""
     with grad_mode.enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
         inputs = _grad_preprocess(inputs, create_graph, True)
@@ -262,8 +281,13 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
 
 
 def jacobian(
-    func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"
-):
+    func: Callable[..., Tensor | tuple[Tensor, ...]],
+    inputs: Tensor | tuple[Tensor, ...],
+    create_graph: bool = False,
+    strict: bool = False,
+    vectorize: bool = False,
+    strategy: str = "reverse-mode",
+) -> Any:
     """The Jacobian: ``out.shape + in.shape`` per (output, input) pair."""
     if strategy not in ("forward-mode", "reverse-mode"):
         raise ValueError(
@@ -413,14 +437,15 @@ def _jacobian_batched(outputs, inputs, create_graph):
 
 
 def hessian(
-    func,
-    inputs,
-    create_graph=False,
-    strict=False,
-    vectorize=False,
-    outer_jacobian_strategy="reverse-mode",
-):
-    """The Hessian of a scalar function."""
+    func: Callable[..., Tensor],
+    inputs: Tensor | tuple[Tensor, ...],
+    create_graph: bool = False,
+    strict: bool = False,
+    vectorize: bool = False,
+    outer_jacobian_strategy: str = "reverse-mode",
+) -> Any:
+    """The Hessian of a scalar function: a Tensor for one input, else a tuple of tuples (one
+    block per pair of inputs)."""
     is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
 
     def ensure_single_output_function(*inp):
@@ -483,8 +508,15 @@ def _scalar_fn_setup(func, inputs, v, create_graph, strict, name):
     return is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac
 
 
-def vhp(func, inputs, v=None, create_graph=False, strict=False):
-    """(func(inputs), v^T H)."""
+def vhp(
+    func: Callable[..., Tensor | tuple[Tensor, ...]],
+    inputs: Tensor | tuple[Tensor, ...],
+    v: Tensor | tuple[Tensor, ...] | None = None,
+    create_graph: bool = False,
+    strict: bool = False,
+) -> tuple[Any, Any]:
+    """Return ``(func(*inputs), v^T H)`` for a scalar function: its value and the
+    vector-Hessian product."""
     with grad_mode.enable_grad():
         is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac = _scalar_fn_setup(
             func, inputs, v, create_graph, strict, "vhp"
@@ -500,7 +532,13 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
     )
 
 
-def hvp(func, inputs, v=None, create_graph=False, strict=False):
+def hvp(
+    func: Callable[..., Tensor | tuple[Tensor, ...]],
+    inputs: Tensor | tuple[Tensor, ...],
+    v: Tensor | tuple[Tensor, ...] | None = None,
+    create_graph: bool = False,
+    strict: bool = False,
+) -> tuple[Any, Any]:
     """(func(inputs), H v).  Forward-over-reverse (one forward pass with tangents ``v`` through
     the function and its gradient) by default; the double-backward trick where results must
     carry a graph (create_graph=True) or strict mode must name the independent entry."""

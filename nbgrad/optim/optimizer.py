@@ -6,15 +6,19 @@ default to ``defaults``), ``state`` is a ``defaultdict(dict)`` keyed by paramete
 state dict can be loaded into a new optimizer over other parameter objects.
 """
 
+from __future__ import annotations
+
 import functools
 import warnings
 from collections import OrderedDict, defaultdict
+from collections.abc import Callable, Iterable
 from copy import deepcopy
 from itertools import chain
+from typing import Any
 
 from .._tensor import Tensor
 from ..grad_mode import enable_grad, no_grad
-from ..utils.hooks import add_hook
+from ..utils.hooks import RemovableHandle, add_hook
 
 __all__ = [
     "Optimizer",
@@ -136,7 +140,9 @@ class Optimizer:
         defaults (dict): default values of the optimization options.
     """
 
-    def __init__(self, params, defaults):
+    def __init__(
+        self, params: Iterable[Tensor] | Iterable[dict[str, Any]], defaults: dict[str, Any]
+    ) -> None:
         self.defaults = defaults
         self._optimizer_step_pre_hooks = OrderedDict()
         self._optimizer_step_post_hooks = OrderedDict()
@@ -199,28 +205,40 @@ class Optimizer:
             cls.step = _step_with_hooks(cls.step)
 
     # -- hooks ------------------------------------------------------------------------------
-    def register_step_pre_hook(self, hook):
+    def register_step_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
         """``hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs)``."""
         return add_hook(self._optimizer_step_pre_hooks, hook)
 
-    def register_step_post_hook(self, hook):
+    def register_step_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
         """``hook(optimizer, args, kwargs) -> None``."""
         return add_hook(self._optimizer_step_post_hooks, hook)
 
-    def register_state_dict_pre_hook(self, hook, prepend=False):
+    def register_state_dict_pre_hook(
+        self, hook: Callable[..., Any], prepend: bool = False
+    ) -> RemovableHandle:
+        """Call ``hook(optimizer)`` before ``state_dict`` builds the dict."""
         return add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend=prepend)
 
-    def register_state_dict_post_hook(self, hook, prepend=False):
+    def register_state_dict_post_hook(
+        self, hook: Callable[..., Any], prepend: bool = False
+    ) -> RemovableHandle:
+        """Call ``hook(optimizer, state_dict)`` on the built dict; a returned dict replaces it."""
         return add_hook(self._optimizer_state_dict_post_hooks, hook, prepend=prepend)
 
-    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+    def register_load_state_dict_pre_hook(
+        self, hook: Callable[..., Any], prepend: bool = False
+    ) -> RemovableHandle:
+        """Call ``hook(optimizer, state_dict)`` before loading; a returned dict is loaded."""
         return add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend=prepend)
 
-    def register_load_state_dict_post_hook(self, hook, prepend=False):
+    def register_load_state_dict_post_hook(
+        self, hook: Callable[..., Any], prepend: bool = False
+    ) -> RemovableHandle:
+        """Call ``hook(optimizer)`` after ``load_state_dict``."""
         return add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend=prepend)
 
     # -- state dicts ------------------------------------------------------------------------
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         """``{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}``.
 
         Like PyTorch, the per-parameter state dicts and their tensors are the live ones, not
@@ -266,7 +284,7 @@ class Optimizer:
             return value.to(param._dtype)
         return value
 
-    def load_state_dict(self, state_dict):
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load a state dict made by :meth:`state_dict` (of an optimizer over the same number of
         groups and parameters per group)."""
         state_dict = state_dict.copy()
@@ -329,7 +347,7 @@ class Optimizer:
             post_hook(self)
 
     # -- gradients and steps ----------------------------------------------------------------
-    def zero_grad(self, set_to_none=True):
+    def zero_grad(self, set_to_none: bool = True) -> None:
         """Set every parameter's ``.grad`` to None (default) or zero it in place."""
         for group in self.param_groups:
             for p in group["params"]:
@@ -343,11 +361,11 @@ class Optimizer:
                             p.grad.requires_grad_(False)
                         p.grad.zero_()
 
-    def step(self, closure=None):
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform a single optimization step (subclasses implement it)."""
         raise NotImplementedError
 
-    def add_param_group(self, param_group):
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a parameter group (a dict with ``"params"`` and optional per-group options)."""
         if not isinstance(param_group, dict):
             raise TypeError("param_group must be a dict, but got %s" % type(param_group))

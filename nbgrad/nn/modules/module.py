@@ -7,14 +7,18 @@ _backward_hook.py): an identity autograd Function wraps the module's tensor inpu
 node pre-hooks on its two nodes see grad_output (output side) and grad_input (input side).
 """
 
+from __future__ import annotations
+
 import warnings
 from collections import OrderedDict, namedtuple
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 from ... import grad_mode
 from ..._tensor import Tensor
 from ...autograd.graph import run_hook
 from ...dtypes import dtype, float16, float32, float64
-from ...utils.hooks import HookDict, add_hook
+from ...utils.hooks import HookDict, RemovableHandle, add_hook
 from ..parameter import Parameter
 from ._backward_hook import BackwardHook
 
@@ -35,6 +39,7 @@ _global_backward_pre_hooks = HookDict()
 _global_backward_hooks = HookDict()
 _global_is_full_backward_hook = [None]
 
+_M = TypeVar("_M", bound="Module")  # methods that return self keep the subclass's type
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 
@@ -132,12 +137,14 @@ class Module:
         d["_is_full_backward_hook"] = None
 
     def forward(self, *input):
+        """The computation of the module; subclasses define it (call the module, not this)."""
         raise NotImplementedError(
             'Module [%s] is missing the required "forward" function' % type(self).__name__
         )
 
     # -- registration -----------------------------------------------------------------------
-    def register_parameter(self, name, param):
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Add ``param`` as parameter ``name`` (None declares an absent parameter)."""
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         if not isinstance(name, str):
@@ -158,7 +165,9 @@ class Module:
         else:
             self._parameters[name] = param
 
-    def register_buffer(self, name, tensor, persistent=True):
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Add a buffer (state that is not a parameter); ``persistent=False`` keeps it out of the
+        state dict."""
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
         if not isinstance(name, str):
@@ -180,7 +189,8 @@ class Module:
         else:
             self._non_persistent_buffers_set.add(name)
 
-    def add_module(self, name, module):
+    def add_module(self, name: str, module: Module | None) -> None:
+        """Add ``module`` as child ``name`` (``register_module`` is an alias)."""
         if not isinstance(module, Module) and module is not None:
             raise TypeError("%s is not a Module subclass" % type(module).__name__)
         if not isinstance(name, str):
@@ -193,7 +203,8 @@ class Module:
 
     register_module = add_module
 
-    def get_submodule(self, target):
+    def get_submodule(self, target: str) -> Module:
+        """The submodule at dotted path ``target`` (``""`` is this module)."""
         mod = self
         for item in target.split(".") if target else []:
             mod = getattr(mod, item)
@@ -282,38 +293,52 @@ class Module:
                     memo.add(id(v))
                 yield (module_prefix + ("." if module_prefix else "") + k, v)
 
-    def parameters(self, recurse=True):
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        """The parameters of this module (and, with ``recurse``, of its descendants), each once."""
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
-    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Parameter]]:
+        """``(dotted name, parameter)`` pairs."""
         return self._named_members(
             lambda m: m._parameters.items(), prefix, recurse, remove_duplicate
         )
 
-    def buffers(self, recurse=True):
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        """The buffers of this module (and, with ``recurse``, of its descendants)."""
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
-    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+    def named_buffers(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Tensor]]:
+        """``(dotted name, buffer)`` pairs."""
         return self._named_members(lambda m: m._buffers.items(), prefix, recurse, remove_duplicate)
 
-    def children(self):
+    def children(self) -> Iterator[Module]:
+        """The direct submodules."""
         for _, m in self.named_children():
             yield m
 
-    def named_children(self):
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        """``(name, submodule)`` pairs of the direct submodules."""
         memo = set()
         for name, m in self._modules.items():
             if m is not None and id(m) not in memo:
                 memo.add(id(m))
                 yield name, m
 
-    def modules(self):
+    def modules(self) -> Iterator[Module]:
+        """This module and all its descendants, each once."""
         for _, m in self.named_modules():
             yield m
 
-    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+    def named_modules(
+        self, memo: set[int] | None = None, prefix: str = "", remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Module]]:
+        """``(dotted name, module)`` pairs for this module (name ``prefix``) and its descendants."""
         if memo is None:
             memo = set()
         if id(self) in memo:
@@ -329,7 +354,8 @@ class Module:
             )
 
     # -- modes and conversion -------------------------------------------------------------
-    def train(self, mode=True):
+    def train(self: _M, mode: bool = True) -> _M:
+        """Set training mode (affects dropout, batch norm, ...) here and below; returns self."""
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
         self.training = mode
@@ -337,15 +363,18 @@ class Module:
             m.train(mode)
         return self
 
-    def eval(self):
+    def eval(self: _M) -> _M:
+        """``train(False)``."""
         return self.train(False)
 
-    def requires_grad_(self, requires_grad=True):
+    def requires_grad_(self: _M, requires_grad: bool = True) -> _M:
+        """Set ``requires_grad`` on every parameter; returns self."""
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
 
-    def zero_grad(self, set_to_none=True):
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Set every parameter's ``.grad`` to None (default) or zero it in place."""
         for p in self.parameters():
             if p.grad is not None:
                 if set_to_none:
@@ -377,13 +406,16 @@ class Module:
                 self._buffers[key] = fn(b)
         return self
 
-    def apply(self, fn):
+    def apply(self: _M, fn: Callable[[Module], None]) -> _M:
+        """Call ``fn`` on every submodule (children first) and then on self; returns self."""
         for m in self.children():
             m.apply(fn)
         fn(self)
         return self
 
-    def to(self, *args, **kwargs):
+    def to(self: _M, *args: Any, **kwargs: Any) -> _M:
+        """Convert the floating point parameters and buffers in place (``to(dtype)``,
+        ``to(device)``, ``to(tensor)``); returns self."""
         return self._apply(
             lambda t: (
                 t.to(*args, **kwargs)
@@ -395,22 +427,27 @@ class Module:
             )
         )
 
-    def float(self):
+    def float(self: _M) -> _M:
+        """Cast floating point parameters and buffers to float32."""
         return self._apply(lambda t: t.to(float32) if t.is_floating_point() else t)
 
-    def double(self):
+    def double(self: _M) -> _M:
+        """Cast floating point parameters and buffers to float64."""
         return self._apply(lambda t: t.to(float64) if t.is_floating_point() else t)
 
-    def half(self):
+    def half(self: _M) -> _M:
+        """Cast floating point parameters and buffers to float16."""
         return self._apply(lambda t: t.to(float16) if t.is_floating_point() else t)
 
-    def cpu(self):
+    def cpu(self: _M) -> _M:
+        """Move to the CPU (where nbgrad data lives already); returns self."""
         return self
 
-    def cuda(self, device=None):
+    def cuda(self: _M, device: Any = None) -> _M:
         return self._apply(lambda t: t.cuda(device))
 
-    def type(self, dst_type):
+    def type(self: _M, dst_type: Any) -> _M:
+        """Cast all parameters and buffers to ``dst_type``."""
         return self._apply(lambda t: t.type(dst_type))
 
     # -- state dict -----------------------------------------------------------------------
@@ -422,7 +459,15 @@ class Module:
             if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if keep_vars else b.detach()
 
-    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+    def state_dict(
+        self,
+        *args: Any,
+        destination: dict[str, Any] | None = None,
+        prefix: str = "",
+        keep_vars: bool = False,
+    ) -> dict[str, Any]:
+        """An ordered dict of the parameters and persistent buffers by dotted name (detached
+        unless ``keep_vars``)."""
         if destination is None:
             destination = OrderedDict()
         self._save_to_state_dict(destination, prefix, keep_vars)
@@ -433,7 +478,11 @@ class Module:
                 )
         return destination
 
-    def load_state_dict(self, state_dict, strict=True, assign=False):
+    def load_state_dict(
+        self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False
+    ) -> Any:
+        """Copy values from ``state_dict`` into the parameters and buffers (``assign`` replaces
+        them instead); returns ``(missing_keys, unexpected_keys)``."""
         if not hasattr(state_dict, "keys"):
             raise TypeError("Expected state_dict to be dict-like, got %s." % type(state_dict))
         missing, unexpected, errors = [], [], []
@@ -499,7 +548,10 @@ class Module:
         return _IncompatibleKeys(missing, unexpected)
 
     # -- hooks ----------------------------------------------------------------------------
-    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+    def register_forward_pre_hook(
+        self, hook: Callable[..., Any], *, prepend: bool = False, with_kwargs: bool = False
+    ) -> RemovableHandle:
+        """Call ``hook(module, args)`` before each forward; a returned value replaces the args."""
         h = add_hook(
             self._forward_pre_hooks,
             hook,
@@ -510,7 +562,16 @@ class Module:
             self._forward_pre_hooks_with_kwargs[h.id] = True
         return h
 
-    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+    def register_forward_hook(
+        self,
+        hook: Callable[..., Any],
+        *,
+        prepend: bool = False,
+        with_kwargs: bool = False,
+        always_call: bool = False,
+    ) -> RemovableHandle:
+        """Call ``hook(module, args, output)`` after each forward; a returned value replaces the
+        output."""
         h = add_hook(
             self._forward_hooks,
             hook,
@@ -523,10 +584,17 @@ class Module:
             self._forward_hooks_always_called[h.id] = True
         return h
 
-    def register_full_backward_pre_hook(self, hook, prepend=False):
+    def register_full_backward_pre_hook(
+        self, hook: Callable[..., Any], prepend: bool = False
+    ) -> RemovableHandle:
+        """Call ``hook(module, grad_output)`` before the module's input gradients are computed."""
         return add_hook(self._backward_pre_hooks, hook, prepend=prepend)
 
-    def register_full_backward_hook(self, hook, prepend=False):
+    def register_full_backward_hook(
+        self, hook: Callable[..., Any], prepend: bool = False
+    ) -> RemovableHandle:
+        """Call ``hook(module, grad_input, grad_output)`` once the module's input gradients are
+        computed; a returned tuple replaces ``grad_input``."""
         if self._is_full_backward_hook is False:
             raise RuntimeError(
                 "Cannot use both regular backward hooks and full backward hooks "
@@ -535,7 +603,7 @@ class Module:
         self.__dict__["_is_full_backward_hook"] = True
         return add_hook(self._backward_hooks, hook, prepend=prepend)
 
-    def register_backward_hook(self, hook):
+    def register_backward_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
         if self._is_full_backward_hook is True:
             raise RuntimeError(
                 "Cannot use both regular backward hooks and full backward hooks "
@@ -545,7 +613,7 @@ class Module:
         return add_hook(self._backward_hooks, hook)
 
     # -- calling ----------------------------------------------------------------------------
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not (
             self._forward_hooks
             or self._forward_pre_hooks
@@ -684,7 +752,8 @@ class Module:
         return result
 
     # -- printing -------------------------------------------------------------------------
-    def extra_repr(self):
+    def extra_repr(self) -> str:
+        """The module's own settings for its repr (subclasses override it)."""
         return ""
 
     def _get_name(self):
