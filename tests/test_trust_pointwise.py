@@ -1164,3 +1164,92 @@ def test_binary_forward_mode_nan_inf_sweep_against_torch():
                     % (name, tx, ty, xs[i], ys[i], a[i], b[i])
                 )
     assert not bad, "\n".join(bad)
+
+
+# -- issue 10 fuzz findings: mixed dtypes in backward, dtype checks, empty means, NaN patterns ---
+#
+# Each case is a function of the library (nbgrad or torch) returning plain data: tensors as
+# (dtype, shape, values), exceptions as (type, message).  nbgrad must give the hard-coded
+# PyTorch 2.13 result; with torch installed, torch is checked to give it too.
+
+
+def _plain(v):
+    if isinstance(v, (nbgrad.Tensor,) + ((torch.Tensor,) if torch is not None else ())):
+        return (str(v.dtype).split(".")[-1], tuple(v.shape), v.detach().tolist())
+    if isinstance(v, (list, tuple)):
+        return [_plain(u) for u in v]
+    return v
+
+
+def _outcome(T, f):
+    try:
+        return _plain(f(T))
+    except Exception as e:  # noqa: BLE001 - the exception is the result under test
+        return [type(e).__name__, str(e)]
+
+
+def _close(a, b, rtol):
+    """Nested results equal, floats to ``rtol`` (NaN equals NaN, infinities exactly)."""
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_close(u, v, rtol) for u, v in zip(a, b))
+    if isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool):
+        return bool(np.isclose(a, b, rtol=rtol, atol=0, equal_nan=True))
+    return a == b
+
+
+def _like_pytorch(f, expected, rtol=1e-6):
+    got = _outcome(nbgrad, f)
+    assert _close(got, _plain(expected), rtol), "nbgrad %r\nexpected %r" % (got, expected)
+    if torch is not None:  # the hard-coded expectation is PyTorch's
+        ref = _outcome(torch, f)
+        assert _close(ref, _plain(expected), rtol), "torch %r\nexpected %r" % (ref, expected)
+
+
+def _mixed_backward(op, create_graph=False):
+    """float32 [1, -2] (op) float64 0-d 0.5: the result, each input's gradient."""
+
+    def f(T):
+        a = T.tensor([1.0, -2.0], dtype=T.float32, requires_grad=True)
+        b = T.tensor(0.5, dtype=T.float64, requires_grad=True)
+        y = op(T, a, b)
+        ga, gb = T.autograd.grad(y.sum(), [a, b], create_graph=create_graph, allow_unused=True)
+        return y, ga, gb
+
+    return f
+
+
+F32, F64 = "float32", "float64"
+LN_HALF = math.log(0.5)
+# (name, op, result, grad of the float32 input, grad of the float64 0-d input)
+MIXED_CASES = [
+    ("mul", lambda T, a, b: a * b, [0.5, -1.0], [0.5, 0.5], -1.0),
+    ("div", lambda T, a, b: a / b, [2.0, -4.0], [2.0, 2.0], 4.0),
+    ("pow_t", lambda T, a, b: b**a, [0.5, 4.0], [0.5 * LN_HALF, 4.0 * LN_HALF], -15.0),
+    ("remainder", lambda T, a, b: T.remainder(a, b), [0.0, 0.0], [1.0, 1.0], 2.0),
+    ("minimum", lambda T, a, b: T.minimum(a, b), [0.5, -2.0], [0.0, 1.0], 1.0),
+    ("maximum", lambda T, a, b: T.maximum(b, a), [1.0, 0.5], [1.0, 0.0], 1.0),
+    ("sub_alpha", lambda T, a, b: T.sub(a, b, alpha=0.5), [0.75, -2.25], [1.0, 1.0], -1.0),
+    ("lerp_0d_weight", lambda T, a, b: T.lerp(a, a * 3, b), [2.0, -4.0], [2.0, 2.0], -2.0),
+]
+
+
+@pytest.mark.parametrize("create_graph", [False, True], ids=["fused", "create_graph"])
+@pytest.mark.parametrize("name,op,y,ga,gb", MIXED_CASES, ids=[c[0] for c in MIXED_CASES])
+def test_backward_with_float32_and_float64_operands_gives_each_input_its_dtype(
+    name, op, y, ga, gb, create_graph
+):
+    """A float64 0-d operand does not promote a float32 tensor; the backward (a kernel compiled
+    for float32) casts the saved float64 operand like the forward did (it raised TypeError: no
+    ufunc signature for the mixed dtypes), and each gradient comes back in its input's dtype."""
+    _like_pytorch(
+        _mixed_backward(op, create_graph), [(F32, (2,), y), (F32, (2,), ga), (F64, (), gb)]
+    )
+
+
+def test_backward_with_an_integer_operand_casts_it_to_the_compute_dtype():
+    def f(T):
+        a = T.tensor([1.0, -2.0], dtype=T.float32, requires_grad=True)
+        c = T.tensor([3, 1])
+        return [T.autograd.grad(op(a, c).sum(), [a])[0] for op in (T.mul, T.div, T.pow)]
+
+    _like_pytorch(f, [(F32, (2,), [3.0, 1.0]), (F32, (2,), [1 / 3, 1.0]), (F32, (2,), [3.0, 1.0])])
