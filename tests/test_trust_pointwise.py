@@ -1253,3 +1253,67 @@ def test_backward_with_an_integer_operand_casts_it_to_the_compute_dtype():
         return [T.autograd.grad(op(a, c).sum(), [a])[0] for op in (T.mul, T.div, T.pow)]
 
     _like_pytorch(f, [(F32, (2,), [3.0, 1.0]), (F32, (2,), [1 / 3, 1.0]), (F32, (2,), [3.0, 1.0])])
+
+
+LERP_CASES = [
+    ("end_f64", lambda T: T.lerp(T.ones(2), T.ones(2, dtype=T.float64), 0.3),
+     ["RuntimeError", "expected dtype float for `end` but got dtype double"]),
+    ("end_0d_f64", lambda T: T.lerp(T.ones(2), T.tensor(1.0, dtype=T.float64), 0.3),
+     ["RuntimeError", "expected dtype float for `end` but got dtype double"]),
+    ("end_int", lambda T: T.lerp(T.ones(2, dtype=T.float64), T.ones(2, dtype=T.int64), 0.5),
+     ["RuntimeError", "expected dtype double for `end` but got dtype long int"]),
+    ("weight_f32", lambda T: T.lerp(T.ones(2, dtype=T.float64), T.ones(2, dtype=T.float64),
+                                    T.ones(2)),
+     ["RuntimeError", "expected dtype double for `weight` but got dtype float"]),
+    ("method", lambda T: T.ones(2).lerp(T.ones(2, dtype=T.float16), 0.3),
+     ["RuntimeError", "expected dtype float for `end` but got dtype c10::Half"]),
+    ("inplace_weight", lambda T: T.ones(2).lerp_(T.ones(2), T.ones(2, dtype=T.float64)),
+     ["RuntimeError", "expected dtype float for `weight` but got dtype double"]),
+    ("weight_0d_f64_promotes_like_a_scalar",
+     lambda T: T.lerp(T.zeros(2), T.ones(2), T.tensor(0.25, dtype=T.float64)),
+     (F32, (2,), [0.25, 0.25])),
+    ("int_scalar_weight", lambda T: T.lerp(T.ones(2, dtype=T.int32), T.ones(2, dtype=T.int32), 1),
+     ["NotImplementedError", "\"lerp_kernel_scalar\" not implemented for 'Int'"]),
+    ("int_tensor_weight",
+     lambda T: T.lerp(T.ones(2, dtype=T.int64), T.ones(2, dtype=T.int64), T.ones(2, dtype=T.int64)),
+     ["NotImplementedError", "\"lerp_kernel_tensor\" not implemented for 'Long'"]),
+    ("int_0d_float_weight",
+     lambda T: T.lerp(T.ones(2, dtype=T.int64), T.ones(2, dtype=T.int64), T.tensor(0.5)),
+     (F32, (2,), [1.0, 1.0])),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,f,expected", LERP_CASES, ids=[c[0] for c in LERP_CASES])
+def test_lerp_takes_no_type_promotion_like_pytorch(name, f, expected):
+    """lerp's end (and a weight of one dim or more) must have the input's dtype (it promoted
+    them); a 0-d weight is promoted like a scalar; integer lerp has no kernel."""
+    _like_pytorch(f, expected)
+
+
+BCE_DTYPE_CASES = [
+    ("f32_f64", lambda T: T.nn.functional.binary_cross_entropy(
+        T.full((3,), 0.5), T.ones(3, dtype=T.float64)),
+     ["RuntimeError", "Found dtype Double but expected Float"]),
+    ("f64_f32_sum", lambda T: T.nn.functional.binary_cross_entropy(
+        T.full((3,), 0.5, dtype=T.float64), T.ones(3), reduction="sum"),
+     ["RuntimeError", "Found dtype Float but expected Double"]),
+    ("empty_none", lambda T: T.nn.functional.binary_cross_entropy(
+        T.ones(0, requires_grad=True), T.ones(0, dtype=T.float16), reduction="none"),
+     ["RuntimeError", "Found dtype Half but expected Float"]),
+    ("checked_before_the_range", lambda T: T.nn.functional.binary_cross_entropy(
+        T.full((3,), 2.0), T.ones(3, dtype=T.float64)),
+     ["RuntimeError", "Found dtype Double but expected Float"]),
+    ("long_input", lambda T: T.nn.functional.binary_cross_entropy(
+        T.ones(3, dtype=T.int64), T.ones(3)),
+     ["RuntimeError", "Found dtype Float but expected Long"]),
+    ("module", lambda T: T.nn.BCELoss()(T.full((3,), 0.5), T.ones(3, dtype=T.float64)),
+     ["RuntimeError", "Found dtype Double but expected Float"]),
+    ("weight_of_another_dtype_is_fine", lambda T: T.nn.functional.binary_cross_entropy(
+        T.full((2,), 0.5), T.ones(2), weight=T.ones(2, dtype=T.float64), reduction="sum"),
+     (F32, (), 2 * math.log(2.0))),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,f,expected", BCE_DTYPE_CASES, ids=[c[0] for c in BCE_DTYPE_CASES])
+def test_binary_cross_entropy_target_must_have_the_input_dtype(name, f, expected):
+    _like_pytorch(f, expected)

@@ -476,8 +476,12 @@ def binary_cross_entropy(
             "deprecated. Please ensure they have the same size."
             % (_size(target.shape), _size(x.shape))
         )
-    _float_arg(x, "binary_cross_entropy")
     _no_grad_arg(weight, "binary_cross_entropy", "weight")
+    if target.dtype is not x.dtype:  # PyTorch's kernel: same dtypes, checked before the rest
+        raise RuntimeError(
+            "Found dtype %s but expected %s" % (target.dtype._legacy, x.dtype._legacy)
+        )
+    _float_arg(x, "binary_cross_entropy")
     if weight is not None:
         np.broadcast_shapes(tuple(weight.shape), tuple(x.shape))
     return _loss.binary_cross_entropy(x, target, weight, reduction)

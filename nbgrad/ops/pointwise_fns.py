@@ -12,7 +12,7 @@ from .. import dtypes as _dt
 from .._tensor import Tensor
 from ..creation import tensor
 from . import pointwise as _table  # (fills the registry)
-from .dispatch import binary, broadcast_error, needs_grad, pointwise, unary
+from .dispatch import binary, broadcast_error, needs_grad, pointwise, pointwise_dtype, unary
 from .indexing import nonzero
 from .registry import (
     FUNCTION,
@@ -342,9 +342,30 @@ def remainder(input, other, *, out=None):
 
 @implements("lerp")
 def lerp(input, end, weight, *, out=None):
+    # PyTorch's lerp takes no type promotion: end, and a weight tensor of one dimension or
+    # more, must have the input's dtype (a 0-d weight is promoted like a scalar)
+    if isinstance(input, Tensor):
+        for name, t in (("end", end), ("weight", weight)):
+            if (
+                isinstance(t, Tensor)
+                and t._dtype is not input._dtype
+                and (name == "end" or t._data.ndim)
+            ):
+                raise RuntimeError(
+                    "expected dtype %s for `%s` but got dtype %s"
+                    % (input._dtype.c_name, name, t._dtype.c_name)
+                )
     if isinstance(weight, Tensor):
-        return write_out(pointwise(R["lerp.Tensor"], (input, end, weight)), out, "lerp")
-    return write_out(pointwise(R["lerp"], (input, end), (float(weight),)), out, "lerp")
+        opdef, inputs, attrs, kernel = R["lerp.Tensor"], (input, end, weight), (), "tensor"
+    else:
+        opdef, inputs, attrs, kernel = R["lerp"], (input, end), (float(weight),), "scalar"
+    if isinstance(input, Tensor):
+        dt = pointwise_dtype(opdef, inputs)
+        if not dt.is_inexact:
+            raise NotImplementedError(
+                "\"lerp_kernel_%s\" not implemented for '%s'" % (kernel, dt._legacy)
+            )
+    return write_out(pointwise(opdef, inputs, attrs), out, "lerp")
 
 
 @implements("where")

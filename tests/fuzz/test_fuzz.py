@@ -75,43 +75,12 @@ KNOWN = [
         "issue 10, Differences: grad_fn names -- x[...] = v on a 0-d non-leaf is CopyBackwards in PyTorch (indexing)",
     ),
     Known(
-        "raises RuntimeError @ gather",
-        """
-        x1 = T.tensor([[1.0]], dtype=T.float64)
-        o4 = T.zeros((0,), dtype=T.float64)
-        T.exp(x1, out=o4)
-        i9 = T.zeros((0,), dtype=T.int64)
-        x10 = o4.gather(0, i9)
-        """,
-        "new (fuzz): gather/scatter_add with an empty index of another rank raise; PyTorch accepts (indexing)",
-    ),
-    Known(
         "stride @ nonzero",
         """
         x2 = T.tensor([[True, True]], dtype=T.bool)
         x3 = T.nonzero(x2)
         """,
         "new (fuzz): nonzero's result is column-major in PyTorch, strides (1, n) (indexing/shape)",
-    ),
-    Known(
-        "no-raise RuntimeError @ scatter",
-        """
-        x4 = T.tensor([[[1.0]]], dtype=T.float32)
-        i6 = T.zeros((0, 1, 1), dtype=T.int64)
-        x7 = T.zeros((0, 1, 1), dtype=T.float64, requires_grad=True)
-        x8 = T.scatter(x4, 2, i6, x7)
-        """,
-        "new (fuzz): scatter with src of another dtype is accepted; PyTorch raises (indexing)",
-    ),
-    Known(
-        "no-raise RuntimeError @ scatter_",
-        """
-        x2 = T.tensor([nan, nan, nan], dtype=T.float32)
-        i3 = T.tensor([2], dtype=T.int64)
-        x4 = T.tensor([1.0], dtype=T.float64, requires_grad=True)
-        x2.scatter_(0, i3, x4)
-        """,
-        "new (fuzz): scatter with src of another dtype is accepted; PyTorch raises (indexing)",
     ),
     # -- pointwise NaN / reductions
     Known(
@@ -134,15 +103,6 @@ KNOWN = [
         x10 = F.batch_norm(x7, None, None, x8, x9, training=True)
         """,
         "new (fuzz): batch_norm with an infinite weight: nan pattern differs (reductions; low priority)",
-    ),
-    Known(
-        "no-raise RuntimeError @ bce",
-        """
-        x2 = T.tensor([1.0, 1.0, 1.0], dtype=T.float32, requires_grad=True)
-        x4 = T.tensor([1.0, 1.0, 1.0], dtype=T.float64)
-        x5 = F.binary_cross_entropy(T.sigmoid(x2), x4.clamp(0, 1))
-        """,
-        "new (fuzz): binary_cross_entropy with target dtype != input dtype is accepted; PyTorch raises (pointwise/loss)",
     ),
     Known(
         "result-nan @ cumsum",
@@ -174,25 +134,6 @@ KNOWN = [
         grads = T.autograd.grad(x8.sum(), [x3], allow_unused=True)
         """,
         "new (fuzz): layer_norm backward with an infinite weight gives -inf where PyTorch gives nan (reductions; low priority)",
-    ),
-    Known(
-        "no-raise RuntimeError @ lerp",
-        """
-        x1 = T.tensor(1.0, dtype=T.float64)
-        x4 = T.tensor([1.0], dtype=T.float32, requires_grad=True)
-        x5 = T.lerp(x1, x4, 0.3)
-        """,
-        "new (fuzz): lerp with a weight of another dtype is accepted; PyTorch raises (pointwise)",
-    ),
-    Known(
-        "no-raise RuntimeError @ lerp_t",
-        """
-        x4 = T.tensor([1.0], dtype=T.float32, requires_grad=True)
-        o5 = T.tensor(1.0, dtype=T.float64)
-        x6 = T.tensor(1.0, dtype=T.float64, requires_grad=True)
-        x7 = T.lerp(o5, x6, x4)
-        """,
-        "new (fuzz): lerp with a weight of another dtype is accepted; PyTorch raises (pointwise)",
     ),
     Known(
         "result-nan @ logsumexp",
