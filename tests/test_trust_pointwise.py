@@ -1317,3 +1317,99 @@ BCE_DTYPE_CASES = [
 @pytest.mark.parametrize("name,f,expected", BCE_DTYPE_CASES, ids=[c[0] for c in BCE_DTYPE_CASES])
 def test_binary_cross_entropy_target_must_have_the_input_dtype(name, f, expected):
     _like_pytorch(f, expected)
+
+
+def _empty_mean_loss(loss, create_graph):
+    def f(T):
+        x = T.zeros((2, 0), dtype=T.float64, requires_grad=True)
+        t = T.zeros((2, 0), dtype=T.float64)
+        y = loss(T, x, t)
+        (g,) = T.autograd.grad(y, [x], create_graph=create_graph)
+        out = [y, g, g.requires_grad]
+        if create_graph:
+            (gg,) = T.autograd.grad((g * g).sum(), [x], allow_unused=True)
+            out.append(gg)
+        return out
+
+    return f
+
+
+EMPTY_LOSSES = {
+    "bce": lambda T, x, t: T.nn.functional.binary_cross_entropy(T.sigmoid(x), t),
+    "bce_logits": lambda T, x, t: T.nn.functional.binary_cross_entropy_with_logits(x, t),
+    "bce_logits_pos_weight": lambda T, x, t: T.nn.functional.binary_cross_entropy_with_logits(
+        x, t, pos_weight=T.ones(0, dtype=T.float64)
+    ),
+    "mse": lambda T, x, t: T.nn.functional.mse_loss(x, t),
+    "bce_of_repeat": lambda T, x, t: T.nn.functional.binary_cross_entropy(
+        T.sigmoid(x.repeat(2, 1, 3)), t.repeat(2, 1, 3)
+    ),
+}
+
+
+@pytest.mark.parametrize("create_graph", [False, True], ids=["fused", "create_graph"])
+@pytest.mark.parametrize("name", sorted(EMPTY_LOSSES))
+def test_mean_reduced_loss_of_an_empty_input_has_empty_gradients(name, create_graph):
+    """A mean over no elements is NaN and its backward scales by 1/0 (it raised
+    ZeroDivisionError): an empty gradient, in the graph when one is built."""
+    empty = (F64, (2, 0), [[], []])
+    expected = [(F64, (), nan), empty, create_graph]
+    if create_graph:
+        expected.append(empty)
+    _like_pytorch(_empty_mean_loss(EMPTY_LOSSES[name], create_graph), expected)
+
+
+BN_EMPTY_CASES = [
+    ("no_channels", (2, 0, 3), dict(training=True), (F64, (2, 0, 3), [[], []]), None),
+    ("no_batch_affine_running", (0, 3),
+     dict(affine=True, running=True, training=True), (F64, (0, 3), []), [0.0, 0.0, 0.0]),
+    ("no_batch_eval_no_buffers", (0, 3), dict(training=False), (F64, (0, 3), []), None),
+    ("no_length_running", (2, 3, 0),
+     dict(affine=True, running=True, training=True), (F64, (2, 3, 0), [[[], [], []]] * 2),
+     [0.0, 0.0, 0.0]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,shape,kw,y,gw", BN_EMPTY_CASES, ids=[c[0] for c in BN_EMPTY_CASES])
+def test_batch_norm_of_an_empty_input_is_pytorchs_clone_path(name, shape, kw, y, gw):
+    """PyTorch's batch norm of no elements: ``x.clone() * w[0] + b[0]``, no statistics (a
+    channel-less input divided by zero) and running buffers untouched (they became NaN)."""
+
+    def f(T):
+        C = shape[1]
+        x = T.ones(shape, dtype=T.float64, requires_grad=True)
+        running = kw.get("running")
+        rm = T.zeros(C, dtype=T.float64) if running else None
+        rv = T.ones(C, dtype=T.float64) if running else None
+        affine = kw.get("affine")
+        w = T.full((C,), 2.0, dtype=T.float64, requires_grad=True) if affine else None
+        b = T.full((C,), 0.5, dtype=T.float64, requires_grad=True) if affine else None
+        out = T.nn.functional.batch_norm(x, rm, rv, w, b, training=kw["training"])
+        out.sum().backward()
+        res = [out, x.grad]
+        if affine:
+            res += [w.grad, b.grad, rm, rv]
+        return res
+
+    expected = [y, (F64, shape, y[2])]
+    if gw is not None:
+        C = shape[1]
+        expected += [
+            (F64, (C,), gw),
+            (F64, (C,), gw),
+            (F64, (C,), [0.0] * C),
+            (F64, (C,), [1.0] * C),
+        ]
+    _like_pytorch(f, expected)
+
+
+def test_batch_norm_checks_one_value_per_channel_without_dividing_by_the_channels():
+    f = lambda T: T.nn.functional.batch_norm(T.ones(1, 0), None, None, training=True)  # noqa: E731
+    _like_pytorch(
+        f,
+        [
+            "ValueError",
+            "Expected more than 1 value per channel when training, got input size "
+            "torch.Size([1, 0])",
+        ],
+    )

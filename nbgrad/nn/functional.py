@@ -94,7 +94,8 @@ def linear(input, weight, bias=None):
             "both arguments to linear need to be at least 1D, but they are 0D and %dD" % weight.ndim
         )
     lead = tuple(input.shape[:-1])
-    out = _linear.addmm(input.reshape(-1, input.shape[-1]), weight, bias)
+    rows = int(np.prod(lead, dtype=np.int64))  # not -1: ambiguous over zero in-features
+    out = _linear.addmm(input.reshape(rows, input.shape[-1]), weight, bias)
     return out.view(*lead, out.shape[-1])
 
 
@@ -260,6 +261,8 @@ def batch_norm(
     """Batch statistics in training (updating the running buffers in place with ``momentum``
     and the unbiased variance), running statistics in evaluation mode."""
     x = _tensor_arg(input, "batch_norm")
+    if not x._data.size:
+        return _norm.batch_norm_empty(x, weight, bias, training)
     mean, rstd = _norm.batch_norm_stats(
         x, running_mean, running_var, weight, bias, training, momentum, eps
     )

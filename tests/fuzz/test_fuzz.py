@@ -143,39 +143,6 @@ KNOWN = [
         """,
         "new (fuzz): logsumexp over [nan, inf] is inf, PyTorch nan (reductions)",
     ),
-    Known(
-        "raises ZeroDivisionError @ backward via bce",
-        """
-        x1 = T.zeros((3, 0), dtype=T.float64, requires_grad=True)
-        x2 = x1.repeat(2, 1, 3)
-        x5 = T.zeros((2, 3, 0), dtype=T.float64)
-        x6 = F.binary_cross_entropy(T.sigmoid(x2), x5.clamp(0, 1))
-        grads = T.autograd.grad(x6.sum(), [x1], create_graph=True)
-        sum((g * g).sum() for g in grads).backward()
-        """,
-        "new (fuzz): mean-reduced loss backward over an empty input divides by zero (reductions)",
-    ),
-    Known(
-        "raises ZeroDivisionError @ backward via bce_logits",
-        """
-        x0 = T.zeros((2, 0), dtype=T.float64, requires_grad=True)
-        x1 = T.zeros((2, 0), dtype=T.float64)
-        x2 = F.binary_cross_entropy_with_logits(x0, x1)
-        (x2.sum()).backward()
-        """,
-        "new (fuzz): mean-reduced loss backward over an empty input divides by zero (reductions)",
-    ),
-    Known(
-        "raises ZeroDivisionError @ backward via squeeze",
-        """
-        x5 = T.zeros((0,), dtype=T.float64, requires_grad=True)
-        x6 = T.zeros((0,), dtype=T.float64)
-        x7 = F.binary_cross_entropy(T.sigmoid(x5), x6.clamp(0, 1))
-        x8 = x7.squeeze(-1)
-        grads = T.autograd.grad(x8.sum(), [x5], allow_unused=True)
-        """,
-        "new (fuzz): mean-reduced loss backward over an empty input divides by zero (reductions)",
-    ),
     # -- shape / linalg / creation
     Known(
         "grad-stride @ backward via permute",
@@ -306,24 +273,6 @@ KNOWN = [
         x5 = F.linear(x2, x3, x4)
         """,
         "issue 10, Differences: grad_fn names -- linear of a 3-D non-contiguous input (linalg)",
-    ),
-    Known(
-        "raises RuntimeError @ linear",
-        """
-        x3 = T.zeros((1, 1, 0), dtype=T.float32, requires_grad=True)
-        x4 = T.zeros((1, 0), dtype=T.float32)
-        x5 = T.tensor([1.0], dtype=T.float32)
-        x6 = F.linear(x3, x4, x5)
-        """,
-        "new (fuzz): linear with zero in-features raises (reshape with -1 over 0 elements) (linalg)",
-    ),
-    Known(
-        "raises RuntimeError @ flatten",
-        """
-        x4 = T.zeros((1, 1, 0), dtype=T.float64, requires_grad=True)
-        x5 = T.flatten(x4, 0, 1)
-        """,
-        "new (fuzz): shape op over an empty tensor raises (numpy reshape of 0 elements with -1 / newaxis) (shape)",
     ),
     # -- autograd / in-place / hooks
     Known(

@@ -20,7 +20,11 @@ _make = Tensor._make
 
 
 def _reduce_scale(reduction, n):
-    return 1.0 / n if reduction == "mean" else 1.0
+    """The gradient scale of a reduction over ``n`` elements (a mean over none: NaN, as
+    PyTorch's ``grad / numel``; it scales an empty gradient, so nothing shows)."""
+    if reduction != "mean":
+        return 1.0
+    return 1.0 / n if n else math.nan
 
 
 def _reduced(out, total, reduction, n, dtype):

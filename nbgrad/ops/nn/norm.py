@@ -189,6 +189,17 @@ def _bn_vjp(node, grads):
     return gx, gw, gb
 
 
+def _verify_batch_size(x):
+    """F.batch_norm's check in training: more than one value per channel (sizes other than
+    dim 1 multiplied, so a channel-less input is no division by zero)."""
+    shape = tuple(x.shape)
+    if shape and int(np.prod(shape[:1] + shape[2:])) == 1:
+        raise ValueError(
+            "Expected more than 1 value per channel when training, got input "
+            "size %s" % size_str(x.shape)
+        )
+
+
 def _check_batch_norm(x, running_mean, running_var, w, b, training):
     check_float(x, "batch_norm")
     if x.ndim < 2:
@@ -203,15 +214,25 @@ def _check_batch_norm(x, running_mean, running_var, w, b, training):
         if t is not None and t.numel() != C:
             raise RuntimeError("%s should contain %d elements not %d" % (name, C, t.numel()))
     if training:
-        if x.numel() // C == 1:
-            raise ValueError(
-                "Expected more than 1 value per channel when training, got input "
-                "size %s" % size_str(x.shape)
-            )
+        _verify_batch_size(x)
     elif running_mean is None:
         raise RuntimeError("running_mean must be defined in evaluation mode")
     elif running_var is None:
         raise RuntimeError("running_var must be defined in evaluation mode")
+
+
+def batch_norm_empty(x, w, b, training):
+    """PyTorch's batch norm of an input with no elements: no statistics, no checks of the
+    other arguments' sizes, running buffers untouched, and the result ``x.clone()`` times
+    ``w[0]`` plus ``b[0]`` (so the parameters still get (zero) gradients), those ops' nodes."""
+    if training:
+        _verify_batch_size(x)
+    out = x.clone()
+    if w is not None:
+        out = out * w[0]
+    if b is not None:
+        out = out + b[0]
+    return out
 
 
 def batch_norm_stats(x, running_mean, running_var, w, b, training, momentum, eps):
