@@ -1413,3 +1413,128 @@ def test_batch_norm_checks_one_value_per_channel_without_dividing_by_the_channel
             "torch.Size([1, 0])",
         ],
     )
+
+
+CUMSUM_CASES = [
+    ("neg_inf", lambda T: T.tensor([-inf], dtype=T.float64).cumsum(-1), (F64, (1,), [-inf])),
+    ("inf_then_finite", lambda T: T.tensor([inf, 1.0, -2.0]).cumsum(0), (F32, (3,), [inf] * 3)),
+    ("neg_zero_starts_from_zero", lambda T: T.tensor([[-0.0, -0.0]]).cumsum(1),
+     (F32, (1, 2), [[0.0, 0.0]])),
+    ("float32_accumulates_in_double", lambda T: T.tensor([1e8, 1.0, -1e8]).cumsum(0),
+     (F32, (3,), [1e8, 1e8, 1.0])),
+    ("float32_partial_sum_beyond_range", lambda T: T.tensor([3e38, 3e38, -3e38]).cumsum(0),
+     (F32, (3,), [float(np.float32(3e38)), inf, float(np.float32(3e38))])),
+    ("0d_keeps_neg_zero", lambda T: T.tensor(-0.0).cumsum(0), (F32, (), -0.0)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,f,expected", CUMSUM_CASES, ids=[c[0] for c in CUMSUM_CASES])
+def test_cumsum_is_pytorchs_running_sum_from_zero(name, f, expected):
+    """The running sum starts at a 0 of PyTorch's accumulator type (float64 for float32): it
+    started at ``x[0] - x[0]``, NaN at an infinity, and accumulated in float32."""
+    _like_pytorch(f, expected, rtol=0)
+    if name == "neg_zero_starts_from_zero":  # +0.0, not -0.0 (== cannot tell them apart)
+        assert math.copysign(1.0, f(nbgrad)[0, 0].item()) == 1.0
+
+
+LSE_CASES = [
+    ("nan_and_inf", [1.0, nan, inf], nan, [nan, nan, nan]),
+    ("inf_then_nan", [inf, nan], nan, [nan, nan]),
+    ("nan_first", [nan, -inf], nan, [nan, nan]),
+    ("inf", [1.0, inf], inf, [0.0, nan]),
+    ("all_neg_inf", [-inf, -inf], -inf, [nan, nan]),
+]
+
+
+@pytest.mark.parametrize("name,vals,y,g", LSE_CASES, ids=[c[0] for c in LSE_CASES])
+def test_logsumexp_nan_wins_over_infinities(name, vals, y, g):
+    """PyTorch's max shift is amax, which propagates NaN: [nan, inf] is NaN (it was inf)."""
+
+    def f(T):
+        x = T.tensor(vals, dtype=T.float64, requires_grad=True)
+        out = T.logsumexp(x, 0)
+        out.backward()
+        return out, x.grad
+
+    _like_pytorch(f, [(F64, (), y), (F64, (len(vals),), g)], rtol=0)
+
+
+FILL_CASES = {
+    "zero_": lambda y: y.zero_(),
+    "fill_": lambda y: y.fill_(3.0),
+    "fill_tensor": lambda y: y.fill_(y.new_tensor(3.0)),
+    "copy_": lambda y: y.copy_(y.new_tensor([5.0, 6.0])),
+}
+
+
+@pytest.mark.parametrize("create_graph", [False, True], ids=["fused", "create_graph"])
+@pytest.mark.parametrize("name", sorted(FILL_CASES))
+def test_overwritten_values_get_exact_zero_gradients(name, create_graph):
+    """zero_/fill_/copy_ give the overwritten input zeros_like(grad) (it was grad * 0, NaN where
+    the upstream gradient is inf or NaN), which do not require grad."""
+
+    def f(T):
+        x = T.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        FILL_CASES[name](y)
+        z = (y * T.tensor([inf, nan])).sum()
+        (g,) = T.autograd.grad(z, [x], create_graph=create_graph)
+        return g, g.requires_grad
+
+    _like_pytorch(f, [(F32, (2,), [0.0, 0.0]), False], rtol=0)
+
+
+def _bn_inf_weight(T, create_graph):
+    x = T.tensor([[[0.0], [-2.0]], [[-1.0], [-1.0]]], dtype=T.float64, requires_grad=True)
+    w = T.tensor([1.0, -inf], dtype=T.float64, requires_grad=True)
+    b = T.tensor([1.0, 1.0], dtype=T.float64, requires_grad=True)
+    y = T.nn.functional.batch_norm(x, None, None, w, b, training=True)
+    up = T.tensor([[[1.0], [1.0]], [[0.0], [2.0]]], dtype=T.float64)
+    return [y] + list(T.autograd.grad(y, [x, w, b], up, create_graph=create_graph))
+
+
+def _ln_inf_weight(T, create_graph):
+    x = T.tensor([[-0.5, 1.5, 2.0]], dtype=T.float64, requires_grad=True)
+    w = T.tensor([1.0, inf, 1.0], dtype=T.float64, requires_grad=True)
+    y = T.nn.functional.layer_norm(x, (3,), w)
+    return [y] + list(T.autograd.grad(y.sum(), [x, w], create_graph=create_graph))
+
+
+def _bn_eval_inf_input(T, create_graph):
+    x = T.tensor([[1.0, inf], [2.0, 3.0]], dtype=T.float64, requires_grad=True)
+    rm, rv = T.zeros(2, dtype=T.float64), T.ones(2, dtype=T.float64)
+    y = T.nn.functional.batch_norm(x, rm, rv, training=False)
+    return [y] + list(T.autograd.grad(y.sum(), [x], create_graph=create_graph))
+
+
+R5 = 1 / math.sqrt(1 + 1e-5)  # rstd of a unit variance
+NORM_CASES = [
+    ("batch_norm_inf_weight", _bn_inf_weight, [
+        (F64, (2, 2, 1), [[[1.99998000059998], [nan]], [[1.9999400020065394e-05], [nan]]]),
+        (F64, (2, 2, 1), [[[3.999760012007546e-05], [inf]], [[-3.999760012007546e-05], [-inf]]]),
+        (F64, (2,), [0.9999800005999799, 0.9999800005999799]),
+        (F64, (2,), [1.0, 3.0]),
+    ]),
+    ("layer_norm_inf_weight", _ln_inf_weight, [
+        (F64, (1, 3), [[-1.3887241979964466, inf, 0.925816131997631]]),
+        (F64, (1, 3), [[nan, nan, nan]]),
+        (F64, (3,), [-1.3887241979964466, 0.4629080659988155, 0.925816131997631]),
+    ]),
+    ("batch_norm_eval_inf_input", _bn_eval_inf_input, [
+        (F64, (2, 2), [[R5, inf], [2 * R5, 3 * R5]]),
+        (F64, (2, 2), [[R5, R5], [R5, R5]]),
+    ]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("create_graph", [False, True], ids=["fused", "create_graph"])
+@pytest.mark.parametrize("name,f,expected", NORM_CASES, ids=[c[0] for c in NORM_CASES])
+def test_normalisation_follows_pytorchs_formula_order_at_infinities(
+    name, f, expected, create_graph
+):
+    """NOTE [normalisation formula order]: batch_norm's ``x * alpha + beta`` (LLVM's reassoc
+    had factored it into ``(x - mean) * alpha + b``: inf where PyTorch's inf - inf is NaN),
+    layer_norm's backward ``a * g * w + b * x + c`` (the textbook form gave -inf where PyTorch
+    gives NaN), and eval-mode batch_norm's ``g * rstd * w`` (``(x - mean) * 0`` made NaN of an
+    infinite input); the create_graph backward evaluates the same formulas."""
+    _like_pytorch(lambda T: f(T, create_graph), expected, rtol=1e-9)

@@ -83,66 +83,6 @@ KNOWN = [
         "new (fuzz): nonzero's result is column-major in PyTorch, strides (1, n) (indexing/shape)",
     ),
     # -- pointwise NaN / reductions
-    Known(
-        "grad-nan @ backward via zero_",
-        """
-        x2 = T.tensor([1.0], dtype=T.float32, requires_grad=True)
-        x3 = -1.5 / x2
-        x3.zero_()
-        c5 = T.tensor([inf], dtype=T.float32)
-        ((x3 * c5).sum()).backward(inputs=[x2])
-        """,
-        "issue 10: backward formulas multiply by a 0/1 mask instead of selecting, so inf/NaN from upstream leak (relu/clamp/where/masked_fill/floor/ceil/round/trunc/sign/maximum/minimum/max/min/zero_) (pointwise NaN)",
-    ),
-    Known(
-        "result-nan @ batch_norm",
-        """
-        x7 = T.tensor([[[0.0], [-2.0]], [[-1.0], [-1.0]]], dtype=T.float64, requires_grad=True)
-        x8 = T.tensor([1.0, -inf], dtype=T.float64, requires_grad=True)
-        x9 = T.tensor([1.0, 1.0], dtype=T.float64, requires_grad=True)
-        x10 = F.batch_norm(x7, None, None, x8, x9, training=True)
-        """,
-        "new (fuzz): batch_norm with an infinite weight: nan pattern differs (reductions; low priority)",
-    ),
-    Known(
-        "result-nan @ cumsum",
-        """
-        x3 = T.tensor([-inf], dtype=T.float64)
-        x4 = x3.cumsum(-1)
-        """,
-        "new (fuzz): cumsum of [-inf] is nan, PyTorch -inf (reductions)",
-    ),
-    Known(
-        "grad-nan @ backward via layer_norm",
-        """
-        x10 = T.tensor([[[-0.7, -1.91, -0.78, -1.56, 1.05]]], dtype=T.float64, requires_grad=True)
-        x11 = T.tensor([1.0, 1.0, 1.0, 1.0, inf], dtype=T.float64, requires_grad=True)
-        x12 = T.tensor([1.0, 1.0, 1.0, 1.0, 1.0], dtype=T.float64, requires_grad=True)
-        x13 = F.layer_norm(x10, (5,), x11, x12)
-        (x13.sum()).backward()
-        """,
-        "new (fuzz): layer_norm backward with an infinite weight gives -inf where PyTorch gives nan (reductions; low priority)",
-    ),
-    Known(
-        "grad-nan @ backward via mul",
-        """
-        x3 = T.tensor([[[1.0, 0.0, 1.0], [-1.0, -1.0, 1.0]]], dtype=T.float64, requires_grad=True)
-        x4 = T.tensor([1.0, inf, 1.0], dtype=T.float64, requires_grad=True)
-        x5 = T.tensor([1.0, 1.0, 1.0], dtype=T.float64, requires_grad=True)
-        x6 = F.layer_norm(x3, (3,), x4, x5)
-        x8 = x3 * x6
-        grads = T.autograd.grad(x8.sum(), [x3], allow_unused=True)
-        """,
-        "new (fuzz): layer_norm backward with an infinite weight gives -inf where PyTorch gives nan (reductions; low priority)",
-    ),
-    Known(
-        "result-nan @ logsumexp",
-        """
-        x2 = T.tensor([1.0, nan, inf], dtype=T.float64, requires_grad=True)
-        x3 = T.logsumexp(x2, 0)
-        """,
-        "new (fuzz): logsumexp over [nan, inf] is inf, PyTorch nan (reductions)",
-    ),
     # -- shape / linalg / creation
     Known(
         "grad-stride @ backward via permute",

@@ -1,6 +1,7 @@
 """layer_norm and batch_norm over kernels/cpu/norm.py: fused forward and backward kernels,
 and the same gradients from nbgrad ops when a graph is being built (double backward)."""
 
+import math
 import numbers
 
 import numpy as np
@@ -47,20 +48,26 @@ def _ln_vjp(node, grads):
     w = node.unpack("w") if node.saved.get("w") is not None else None
     if not STATE.enabled:
         return _fused_ln_grads(node, g, x, w, k, M, N)
+    # the fused kernel's formula (PyTorch's, NOTE [normalisation formula order]) from
+    # differentiable ops: same values and NaN/Inf pattern, and a graph for double backward
     dims = tuple(range(x.ndim - k, x.ndim))
     lead = tuple(range(x.ndim - k))
     mu = x.mean(dims, keepdim=True)
     xc = x - mu
-    rstd = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
-    xhat = xc * rstd
-    gxh = g * w if w is not None else g
+    a = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
     gx = gw = gb = None
     if needs(node, 0):
-        gx = rstd * (
-            gxh - gxh.mean(dims, keepdim=True) - xhat * (gxh * xhat).mean(dims, keepdim=True)
-        )
+        scale = 1.0 / N if N else math.inf  # (N = 0: nothing to scale)
+        gxw = g * x * w if w is not None else g * x
+        gw_ = g * w if w is not None else g
+        ds = gxw.sum(dims, keepdim=True)
+        db = gw_.sum(dims, keepdim=True)
+        b = (db * mu - ds) * a * a * a * scale
+        c = -b * mu - db * a * scale
+        gx = (a * g * w if w is not None else a * g) + b * x + c
     if needs(node, 1):
-        gw = (g * xhat).sum(lead) if lead else g * xhat
+        t = g * (a * x + (-a * mu))
+        gw = t.sum(lead) if lead else t
     if needs(node, 2):
         gb = g.sum(lead) if lead else g * 1
     return gx, gw, gb
@@ -164,28 +171,32 @@ def _bn_vjp(node, grads):
     C = shape3[1]
     dims = (0,) + tuple(range(2, x.ndim))
     bshape = (1, C) + (1,) * (x.ndim - 2)
+    # the fused kernel's formula (PyTorch's, NOTE [normalisation formula order]) from
+    # differentiable ops; in training the statistics are functions of x (double backward)
     if training:
         mu = x.mean(dims, keepdim=True)
         xc = x - mu
         r = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
     else:
-        xc = x - _make(mean.reshape(bshape).astype(x._data.dtype))
+        mu = _make(mean.reshape(bshape).astype(x._data.dtype))
+        xc = x - mu
         r = _make(rstd.reshape(bshape).astype(x._data.dtype))
-    xhat = xc * r
     wb = w.reshape(bshape) if w is not None else None
+    sg = g.sum(dims, keepdim=True)
+    dotp = (xc * g).sum(dims, keepdim=True)
     gx = gw = gb = None
     if needs(node, 0):
-        gxh = g * wb if wb is not None else g
         if training:
-            gx = r * (
-                gxh - gxh.mean(dims, keepdim=True) - xhat * (gxh * xhat).mean(dims, keepdim=True)
-            )
+            n = shape3[0] * shape3[2]
+            gx = (g - sg / n - xc * (dotp * r * r / n)) * r
         else:
-            gx = gxh * r
+            gx = g * r
+        if wb is not None:
+            gx = gx * wb
     if needs(node, 1):
-        gw = (g * xhat).sum(dims)
+        gw = (dotp * r).reshape(C)
     if needs(node, 2):
-        gb = g.sum(dims)
+        gb = sg.reshape(C)
     return gx, gw, gb
 
 
