@@ -1538,3 +1538,79 @@ def test_normalisation_follows_pytorchs_formula_order_at_infinities(
     gives NaN), and eval-mode batch_norm's ``g * rstd * w`` (``(x - mean) * 0`` made NaN of an
     infinite input); the create_graph backward evaluates the same formulas."""
     _like_pytorch(lambda T: f(T, create_graph), expected, rtol=1e-9)
+
+
+REMAINDER_ZERO_CASES = [
+    ("tensor", lambda T: T.remainder(T.tensor([-2.0, 2.0, -0.0, 0.0]),
+                                     T.tensor([1.0, -1.0, 1.0, -1.0]))),
+    ("scalar", lambda T: T.remainder(T.tensor([-2.0, 2.0, -0.0, 0.0]), 1.0)),
+    ("negative_scalar", lambda T: T.tensor([-2.0, 2.0, -0.0, 0.0]) % -1.0),
+    ("scalar_self", lambda T: T.remainder(-2.0, T.tensor([1.0, -1.0]))),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,f", REMAINDER_ZERO_CASES, ids=[c[0] for c in REMAINDER_ZERO_CASES])
+def test_remainder_zero_keeps_the_sign_of_x_like_pytorchs_fmod(name, f):
+    """PyTorch's remainder is fmod moved by y where the signs differ, so a zero result has x's
+    sign (numpy's remainder gives it y's: 2 / (-2 % 1) was inf, PyTorch's -inf)."""
+    want = {"scalar_self": [-1.0, -1.0]}.get(name, [-1.0, 1.0, -1.0, 1.0])
+    for T in (nbgrad,) + ((torch,) if torch is not None else ()):
+        r = f(T).tolist()
+        assert r == [0.0] * len(want)
+        assert [math.copysign(1.0, v) for v in r] == want, (T.__name__, r)
+
+
+ALPHA_CASES = [
+    ("add", lambda T, a, b: T.add(a, b, alpha=2), [2.0, 6.0], [1.0, 1.0], [2.0, 2.0]),
+    ("sub", lambda T, a, b: T.sub(a, b, alpha=0.5), [1.375, -4.0], [1.0, 1.0], [-0.5, -0.5]),
+    ("method", lambda T, a, b: a.sub(b, alpha=-2), [2.0, 6.0], [1.0, 1.0], [2.0, 2.0]),
+]
+
+
+@pytest.mark.parametrize("name,f,y,ga,gb", ALPHA_CASES, ids=[c[0] for c in ALPHA_CASES])
+def test_add_sub_with_alpha_are_one_node_with_saved_alpha(name, f, y, ga, gb):
+    """add/sub with alpha record PyTorch's single AddBackward0/SubBackward0 (``_saved_alpha``)
+    straight to both inputs; there was a MulBackward0 in front of ``other``."""
+
+    def run(T):
+        a = T.tensor([1.5, -2.0], requires_grad=True)
+        b = T.tensor([0.25, 4.0], requires_grad=True)
+        out = f(T, a, b)
+        node = out.grad_fn
+        out.sum().backward()
+        nexts = [type(n).__name__ for n, _ in node.next_functions]
+        return out, a.grad, b.grad, node.name(), nexts, node._saved_alpha
+
+    alpha = {"add": 2, "sub": 0.5, "method": -2}[name]
+    node = "AddBackward0" if name == "add" else "SubBackward0"
+    _like_pytorch(
+        run,
+        [(F32, (2,), y), (F32, (2,), ga), (F32, (2,), gb), node, ["AccumulateGrad"] * 2, alpha],
+    )
+
+
+INT_ALPHA = "For integral input tensors, argument alpha must not be a floating point number."
+CPLX_ALPHA = "For non-complex input tensors, argument alpha must not be a complex number."
+ALPHA_CHECK_CASES = [
+    ("int_float_alpha", lambda T: T.add(T.tensor([3, -4]), T.tensor([1, 1]), alpha=0.5),
+     ["RuntimeError", INT_ALPHA]),
+    ("int_scalar_float_alpha", lambda T: T.sub(T.tensor([3, -4]), 2, alpha=0.5),
+     ["RuntimeError", INT_ALPHA]),
+    ("complex_alpha", lambda T: T.add(T.ones(2), T.ones(2), alpha=1j),
+     ["RuntimeError", CPLX_ALPHA]),
+    ("bool_alpha_int", lambda T: T.add(T.tensor([3]), T.tensor([1]), alpha=False),
+     ["RuntimeError", "Boolean alpha only supported for Boolean results."]),
+    ("bool_result", lambda T: T.add(T.tensor([True, False]), T.tensor([True, False]), alpha=2),
+     ("bool", (2,), [True, False])),
+    ("int_alpha", lambda T: T.add(T.tensor([3, -4]), T.tensor([1, 2]), alpha=3),
+     ("int64", (2,), [6, 2])),
+    ("plain_add_saved_alpha",
+     lambda T: (T.ones(1, requires_grad=True) + 1).grad_fn._saved_alpha, 1),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name,f,expected", ALPHA_CHECK_CASES, ids=[c[0] for c in ALPHA_CHECK_CASES]
+)
+def test_alpha_is_checked_against_the_result_dtype(name, f, expected):
+    _like_pytorch(f, expected)

@@ -156,12 +156,33 @@ def round(input, *, decimals=None, out=None):  # noqa: A001
     return write_out(pointwise(U["round.decimals"], (input,), (t, neg)), out, "round")
 
 
+def _alpha_check(input, other, alpha):
+    """PyTorch's alpha_check against the result dtype of add/sub; alpha as the kernel takes it
+    (a bool for a bool result: True + 2 * True is True)."""
+    dt = _dt.result_type(input, other)
+    if isinstance(alpha, bool) and dt is not _dt.bool:
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if not dt.is_inexact and not isinstance(alpha, numbers.Integral):
+        raise RuntimeError(
+            "For integral input tensors, argument alpha must not be a floating point number."
+        )
+    if not dt.is_complex and isinstance(alpha, complex):
+        raise RuntimeError(
+            "For non-complex input tensors, argument alpha must not be a complex number."
+        )
+    return bool(alpha) if dt is _dt.bool else alpha
+
+
 @implements("add")
 def add(input, other, *, alpha=1, out=None):
     if alpha == 1 and out is None and isinstance(input, Tensor):
         return binary(R["add"], input, other)
     other = _operand(other)
     if alpha != 1:
+        if isinstance(input, Tensor):
+            alpha = _alpha_check(input, other, alpha)
+            if isinstance(other, Tensor):  # one AddBackward0 (PyTorch's), no MulBackward0
+                return write_out(pointwise(U["add.alpha"], (input, other), (alpha,)), out, "add")
         other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
     if not isinstance(input, Tensor):
         input = _operand(input)
@@ -181,7 +202,10 @@ def sub(input, other, *, alpha=1, out=None):
             "supported. Use the `^` or `logical_xor()` operator instead."
         )
     if alpha != 1:
-        other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+        alpha = _alpha_check(_t(input, "sub"), other, alpha)
+        if isinstance(other, Tensor):  # one SubBackward0 (PyTorch's), no MulBackward0
+            return write_out(pointwise(U["sub.alpha"], (input, other), (alpha,)), out, "sub")
+        other = other * alpha
     return write_out(pointwise(R["sub"], (_t(input, "sub"), other)), out, "sub")
 
 

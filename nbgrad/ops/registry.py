@@ -126,13 +126,17 @@ class OpDef:
         self.saves = saves if isinstance(saves, dict) else tuple(saves)  # or per overload
         # PyTorch's names for them on the node (``_saved_self``, ``_saved_exponent``, ...)
         names = hints.pop("saved_names", None)
+        # an attribute a node of this class may lack (plain add's alpha): its value then
+        defaults = hints.pop("attr_defaults", None)
         for cls in self.nodes.values():
             declared = saves.values() if isinstance(saves, dict) else (saves,)
             cls._declared_saves = cls._declared_saves.union(*declared)
             if names is not None:
                 cls._torch_names = names
-            if kind == "pointwise":
+            if kind == "pointwise" and (self.attrs or not cls._attr_names):
                 cls._attr_names = self.attrs
+            if defaults:
+                cls._attr_defaults = dict(cls._attr_defaults, **defaults)
 
     def __repr__(self):
         return "OpDef(%r)" % self.name
@@ -356,6 +360,7 @@ class FnNode(Node):
     _declared_saves = frozenset()  # names any node of this class may save (else: None)
     _torch_names = {"self": "x", "other": "y", "result": "out"}  # _saved_<torch name> -> ours
     _attr_names = ()  # a pointwise node's scalar attributes (node.attrs[0]), by name
+    _attr_defaults = {}  # values of those a node of another overload does not carry
 
     def apply(self, grads):
         if self._released:
@@ -382,7 +387,12 @@ class FnNode(Node):
             cls = type(self)
             key = cls._torch_names.get(item[7:], item[7:])
             if key in cls._attr_names:
-                return object.__getattribute__(self, "attrs")[0][cls._attr_names.index(key)]
+                vals = object.__getattribute__(self, "attrs")[0]
+                i = cls._attr_names.index(key)
+                if i < len(vals):
+                    return vals[i]
+                if key in cls._attr_defaults:
+                    return cls._attr_defaults[key]
             saved = object.__getattribute__(self, "saved")
             if saved is None:
                 if object.__getattribute__(self, "_released"):
