@@ -1500,6 +1500,14 @@ def _ln_inf_weight(T, create_graph):
     return [y] + list(T.autograd.grad(y.sum(), [x, w], create_graph=create_graph))
 
 
+def _bn_strided_inf_weight(T, create_graph):
+    x = T.tensor([[[-1.0, 1.0], [-1.0, 2.0]]], dtype=T.float64).mT.requires_grad_()
+    w = T.tensor([1.0, inf], dtype=T.float64, requires_grad=True)
+    b = T.tensor([1.0, 1.0], dtype=T.float64, requires_grad=True)
+    y = T.nn.functional.batch_norm(x, None, None, w, b, training=True)
+    return [y] + list(T.autograd.grad(y.sum(), [x, w, b], create_graph=create_graph))
+
+
 def _bn_eval_inf_input(T, create_graph):
     x = T.tensor([[1.0, inf], [2.0, 3.0]], dtype=T.float64, requires_grad=True)
     rm, rv = T.zeros(2, dtype=T.float64), T.ones(2, dtype=T.float64)
@@ -1519,6 +1527,13 @@ NORM_CASES = [
         (F64, (1, 3), [[-1.3887241979964466, inf, 0.925816131997631]]),
         (F64, (1, 3), [[nan, nan, nan]]),
         (F64, (3,), [-1.3887241979964466, 0.4629080659988155, 0.925816131997631]),
+    ]),
+    # a non-contiguous input takes PyTorch's generic path, ((x - mean) * rstd) * w + b
+    ("batch_norm_strided_inf_weight", _bn_strided_inf_weight, [
+        (F64, (1, 2, 2), [[[1.0, 1.0], [-inf, inf]]]),
+        (F64, (1, 2, 2), [[[0.0, 0.0], [nan, nan]]]),
+        (F64, (2,), [0.0, 0.0]),
+        (F64, (2,), [2.0, 2.0]),
     ]),
     ("batch_norm_eval_inf_input", _bn_eval_inf_input, [
         (F64, (2, 2), [[R5, inf], [2 * R5, 3 * R5]]),

@@ -128,6 +128,23 @@ def batch_norm_fwd_cpu(x, mean, rstd, w, b, y):
 
 
 @njit(**ORDERED)
+def batch_norm_fwd_generic_cpu(x, mean, rstd, w, b, y):
+    """y = ((x - mean) * rstd) * w + b: PyTorch's generic (TensorIterator) path, taken for an
+    input that is not contiguous in any memory format."""
+    N, C, L = x.shape
+    for n in range(N):
+        for c in range(C):
+            mu = mean[c]
+            r = rstd[c]
+            wc = w[c]
+            bc = b[c]
+            row = x[n, c]
+            out = y[n, c]
+            for k in range(L):
+                out[k] = ((row[k] - mu) * r) * wc + bc
+
+
+@njit(**ORDERED)
 def _bn_bwd_train(x, g, mean, k, grad_mean, invstd, w, out):
     for j in range(x.shape[0]):
         dx = (x[j] - mean) * k

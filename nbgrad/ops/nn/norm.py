@@ -232,6 +232,18 @@ def _check_batch_norm(x, running_mean, running_var, w, b, training):
         raise RuntimeError("running_var must be defined in evaluation mode")
 
 
+def _bn_fast_layout(x, w, b):
+    """Whether PyTorch's batch norm takes its contiguous kernel: the input contiguous in the
+    default memory format, or channels-last (4-D) / channels-last-3d (5-D), and the
+    parameters contiguous (size-1 dims' strides do not count, in numpy's flags as in torch)."""
+    a = x._data
+    nd = a.ndim
+    fast = a.flags.c_contiguous or (
+        nd in (4, 5) and np.transpose(a, (0, *range(2, nd), 1)).flags.c_contiguous
+    )
+    return fast and all(t is None or t._data.flags.c_contiguous for t in (w, b))
+
+
 def batch_norm_empty(x, w, b, training):
     """PyTorch's batch norm of an input with no elements: no statistics, no checks of the
     other arguments' sizes, running buffers untouched, and the result ``x.clone()`` times
@@ -283,14 +295,18 @@ def batch_norm_stats(x, running_mean, running_var, w, b, training, momentum, eps
     kernels=CPU,
 )
 def batch_norm(x, w, b, mean, rstd, training, eps):
-    """``(x - mean) * rstd * w + b`` per channel (dim 1), statistics from ``batch_norm_stats``."""
+    """``(x - mean) * rstd * w + b`` per channel (dim 1), statistics from ``batch_norm_stats``,
+    in the order PyTorch's kernel for the input's layout uses (NOTE [normalisation formula
+    order]): ``x * alpha + beta`` for a contiguous (or channels-last) input and parameters,
+    its generic ``((x - mean) * rstd) * w + b`` otherwise."""
     C = x.shape[1]
     shape3 = (x.shape[0], C, int(np.prod(x.shape[2:])))
     cd = compute_dtype(x._dtype)
     wa = carray(w, cd) if w is not None else np.ones(C, cd)
     ba = carray(b, cd) if b is not None else np.zeros(C, cd)
     y = np.empty(shape3, cd)
-    KN.batch_norm_fwd_cpu(carray(x, cd).reshape(shape3), mean, rstd, wa, ba, y)
+    kernel = KN.batch_norm_fwd_cpu if _bn_fast_layout(x, w, b) else KN.batch_norm_fwd_generic_cpu
+    kernel(carray(x, cd).reshape(shape3), mean, rstd, wa, ba, y)
     return batch_norm.op.record(
         y.reshape(x.shape).astype(x._dtype.np, copy=False),
         (x, w, b),
