@@ -1629,3 +1629,29 @@ ALPHA_CHECK_CASES = [
 )
 def test_alpha_is_checked_against_the_result_dtype(name, f, expected):
     _like_pytorch(f, expected)
+
+
+SOFTMAX_0D_CASES = [  # (log, x, upstream, value, gradient)
+    (False, 1.0, 1.0, 1.0, 0.0),
+    (False, 1.0, inf, 1.0, nan),
+    (False, inf, 1.0, nan, nan),
+    (True, 1.0, nan, 0.0, nan),
+    (True, 1.0, -inf, 0.0, nan),
+    (True, 2.0, 3.0, 0.0, 0.0),
+]
+
+
+@pytest.mark.parametrize("create_graph", [False, True], ids=["fused", "create_graph"])
+@pytest.mark.parametrize("log,x,up,y,g", SOFTMAX_0D_CASES)
+def test_softmax_of_a_0d_tensor_is_the_one_element_formula(log, x, up, y, g, create_graph):
+    """A 0-d softmax is PyTorch's formula over one element, y * (g - g * y) (log_softmax:
+    g - exp(y) * g): NaN for a non-finite gradient (it was exact zeros), and a create_graph
+    gradient in the graph (it was a constant, so a second backward raised)."""
+
+    def f(T):
+        t = T.tensor(x, dtype=T.float64, requires_grad=True)
+        out = T.log_softmax(t, 0) if log else T.softmax(t, 0)
+        (gr,) = T.autograd.grad(out, [t], T.tensor(up, dtype=T.float64), create_graph=create_graph)
+        return out, gr, gr.requires_grad
+
+    _like_pytorch(f, [(F64, (), y), (F64, (), g), create_graph], rtol=0)

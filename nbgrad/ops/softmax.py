@@ -6,7 +6,6 @@ from .._tensor import Tensor, _wrap_dim
 from ..autograd.batching import BATCH, batched
 from ..grad_mode import STATE
 from ..kernels.cpu import softmax as K
-from .pointwise_fns import where
 from .reduction import to3d
 from .registry import FUNCTION, METHOD, op
 
@@ -29,8 +28,9 @@ def _softmax_vjp(node, grads):
     y = node.unpack("out")
     if BATCH.dims:  # batched gradients: the op formula below, over a negative dim
         d -= y.ndim
-    elif y.ndim == 0:  # softmax of a 0-d tensor is the constant 1 (log_softmax: 0)
-        return (where(_make(np.zeros((), np.bool_)), g, 0.0),)
+    elif y.ndim == 0:  # one element: PyTorch's formula as it is (NaN where g or y is not
+        # finite, and a create_graph gradient that depends on the input)
+        return ((g - y.exp() * g) if log else y * (g - g * y),)
     elif not STATE.enabled:
         ya = node.array("out")
         ga = g._data.astype(ya.dtype, copy=False)
