@@ -1655,3 +1655,25 @@ def test_softmax_of_a_0d_tensor_is_the_one_element_formula(log, x, up, y, g, cre
         return out, gr, gr.requires_grad
 
     _like_pytorch(f, [(F64, (), y), (F64, (), g), create_graph], rtol=0)
+
+
+MIXED_LAYOUT_CASES = [
+    ("expanded_pow", lambda T: T.ones(3, 1).expand(3, 3, -1) ** T.ones(1, 1, 1, dtype=T.float64),
+     (3, 1, 1)),
+    ("permuted_mul", lambda T: T.ones(2, 3, 4).permute(2, 0, 1) * T.ones(4, 2, 3, dtype=T.float64),
+     (1, 12, 4)),
+    ("permuted_lerp", lambda T: T.lerp(T.ones(2, 3, 4).permute(2, 0, 1), T.ones(4, 2, 3),
+                                       T.tensor(0.5, dtype=T.float64)), (1, 12, 4)),
+    ("permuted_clamp", lambda T: T.clamp(T.ones(2, 3, 4).permute(2, 0, 1),
+                                         min=T.zeros(4, 2, 3, dtype=T.float64)), (1, 12, 4)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name,f,stride", MIXED_LAYOUT_CASES, ids=[c[0] for c in MIXED_LAYOUT_CASES]
+)
+def test_elementwise_layout_follows_the_operands_not_their_dtype_casts(name, f, stride):
+    """The result's layout is decided from the operands' own strides (PyTorch's
+    TensorIterator); it was decided from the copy cast to the compute dtype, which for an
+    expanded or permuted float32 operand next to a float64 one is plain C order."""
+    _like_pytorch(lambda T: f(T).stride(), stride)

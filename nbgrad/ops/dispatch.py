@@ -184,9 +184,9 @@ def pointwise(op, inputs, attrs=(), contiguous=False):
     if contiguous:
         if not out.flags.c_contiguous:
             out = np.ascontiguousarray(out)
-    elif arrays and type(arrays[0]) is np.ndarray and arrays[0].ndim > 1:
-        if not arrays[0].flags.c_contiguous:
-            out = torch_layout(out, arrays[: len(inputs)])
+    elif isinstance(inputs[0], Tensor) and inputs[0]._data.ndim > 1:
+        if not inputs[0]._data.flags.c_contiguous:  # the operands' own layouts, not the casts'
+            out = torch_layout(out, [x._data if isinstance(x, Tensor) else x for x in inputs])
     if rg and STATE.enabled and op.differentiable and dt.is_inexact:
         t = op.record(out, inputs, attrs=(attrs, cd.name))
     else:
@@ -239,8 +239,10 @@ def binary(op, a, b):
         out = np.asarray(out)
     if out.dtype != dt.np:
         out = out.astype(dt.np)
-    if bt is not None and xa.ndim > 1 and not xa.flags.c_contiguous:
-        out = torch_layout(out, (xa, xb))  # a layout conflict numpy resolves differently
+    if bt is not None:
+        a0 = a._data  # its own layout: a cast copy (xa) of an expanded tensor has lost it
+        if a0.ndim > 1 and not a0.flags.c_contiguous:
+            out = torch_layout(out, (a0, b._data))  # a layout conflict numpy resolves differently
     if (
         (a._requires_grad or (bt is not None and bt._requires_grad))
         and STATE.enabled
