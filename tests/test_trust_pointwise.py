@@ -1319,6 +1319,37 @@ def test_binary_cross_entropy_target_must_have_the_input_dtype(name, f, expected
     _like_pytorch(f, expected)
 
 
+def _bcel_f32_input_f64_target(T):
+    x = T.tensor([0.5, -2.0], requires_grad=True)
+    t = T.tensor([1.0, 0.0], dtype=T.float64)
+    r = T.nn.functional.binary_cross_entropy_with_logits(x, t, reduction="sum")
+    r.backward()
+    return r, x.grad
+
+
+BCEL_DTYPE_CASES = [
+    ("f32_input_f64_target", _bcel_f32_input_f64_target,
+     [(F64, (), 0.6010050773620605), (F32, (2,), [-0.377540647983551, 0.11920291930437088])]),
+    ("f64_input_f32_target", lambda T: T.nn.functional.binary_cross_entropy_with_logits(
+        T.tensor([0.5, -2.0], dtype=T.float64), T.tensor([1.0, 0.0]), reduction="none"),
+     (F32, (2,), [0.4740769863128662, 0.12692801654338837])),
+    ("long_target", lambda T: T.nn.functional.binary_cross_entropy_with_logits(
+        T.ones(3), T.ones(3, dtype=T.int64)),
+     ["RuntimeError", "result type Float can't be cast to the desired output type Long"]),
+    ("bool_target", lambda T: T.nn.functional.binary_cross_entropy_with_logits(
+        T.ones(3, dtype=T.float64), T.ones(3, dtype=T.bool)),
+     ["RuntimeError", "Subtraction, the `-` operator, with two bool tensors is not supported. "
+      "Use the `^` or `logical_xor()` operator instead."]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,f,expected", BCEL_DTYPE_CASES, ids=[c[0] for c in BCEL_DTYPE_CASES])
+def test_binary_cross_entropy_with_logits_takes_the_target_dtype(name, f, expected):
+    """PyTorch computes ``(1 - target).mul_(input).sub_(...)``: the loss has the target's dtype
+    (it had the input's) and an integer or bool target raises (it was accepted)."""
+    _like_pytorch(f, expected)
+
+
 def _empty_mean_loss(loss, create_graph):
     def f(T):
         x = T.zeros((2, 0), dtype=T.float64, requires_grad=True)

@@ -504,6 +504,18 @@ def binary_cross_entropy_with_logits(
     _float_arg(x, "binary_cross_entropy_with_logits")
     _no_grad_arg(weight, "binary_cross_entropy_with_logits", "weight")
     _no_grad_arg(pos_weight, "binary_cross_entropy_with_logits", "pos_weight")
+    # PyTorch computes (1 - target).mul_(input)...: the result takes the target's dtype, and a
+    # bool or integer target fails in those steps
+    if target.dtype is _dt.bool:
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+            "`^` or `logical_xor()` operator instead."
+        )
+    if not target.dtype.is_inexact:
+        raise RuntimeError(
+            "result type %s can't be cast to the desired output type %s"
+            % (_dt.result_type(x, target)._legacy, target.dtype._legacy)
+        )
     for t in (weight, pos_weight):
         if t is not None:
             np.broadcast_shapes(tuple(t.shape), tuple(x.shape))
