@@ -1708,3 +1708,26 @@ def test_elementwise_layout_follows_the_operands_not_their_dtype_casts(name, f, 
     TensorIterator); it was decided from the copy cast to the compute dtype, which for an
     expanded or permuted float32 operand next to a float64 one is plain C order."""
     _like_pytorch(lambda T: f(T).stride(), stride)
+
+
+def _out_layout(T, op):
+    x = T.tensor([[[1.0, 2.0], [3.0, 4.0]]], dtype=T.float64).mT
+    o = T.zeros((0,), dtype=T.float64)
+    op(T, x, o)  # (the stride of a size-1 dim is not observable)
+    return tuple(st for st, n in zip(o.stride(), o.shape) if n > 1), o.tolist()
+
+
+OUT_LAYOUT_CASES = [
+    ("add", lambda T, x, o: T.add(x, T.tensor(1.0, dtype=T.float64), out=o),
+     ((1, 2), [[[2.0, 4.0], [3.0, 5.0]]])),
+    ("exp_log", lambda T, x, o: T.log(T.exp(x), out=o), ((1, 2), [[[1.0, 3.0], [2.0, 4.0]]])),
+    ("matmul_stays_contiguous", lambda T, x, o: T.matmul(x, x, out=o),
+     ((2, 1), [[[7.0, 15.0], [10.0, 22.0]]])),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,op,expected", OUT_LAYOUT_CASES, ids=[c[0] for c in OUT_LAYOUT_CASES])
+def test_an_empty_out_is_resized_with_the_results_layout(name, op, expected):
+    """An empty ``out=`` tensor is resized like PyTorch's iterator output: in the elementwise
+    result's layout (it was always C order)."""
+    _like_pytorch(lambda T: _out_layout(T, op), expected)

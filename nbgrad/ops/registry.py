@@ -339,8 +339,13 @@ def write_out(res, out, name):
             "differentiation, but one of the arguments requires grad." % name
         )
     if out._data.shape != res._data.shape:
-        if out._data.size == 0:
-            out._data = np.empty(res._data.shape, out._data.dtype)
+        if out._data.size == 0:  # resized with the result's layout, as PyTorch's iterator
+            r = res._data
+            perm = list(range(r.ndim))
+            if r.size and not r.flags.c_contiguous:  # dims outermost first, by stride
+                perm.sort(key=lambda d: -abs(r.strides[d]))
+            arr = np.empty([r.shape[d] for d in perm], out._data.dtype)
+            out._data = arr.transpose(np.argsort(perm)) if perm != sorted(perm) else arr
         else:
             raise RuntimeError(
                 "output with shape %s doesn't match the broadcast shape %s"
