@@ -1573,6 +1573,56 @@ NORM_CASES = [
 ]  # fmt: skip
 
 
+def _ln_constant_row(T):
+    x = T.tensor([[[0.19] * 5]], dtype=T.float64, requires_grad=True)
+    w = T.tensor([1.0, inf, -inf, 1.0, 1.0], dtype=T.float64, requires_grad=True)
+    y = T.nn.functional.layer_norm(x, (5,), w, T.ones(5, dtype=T.float64))
+    gx, gw = T.autograd.grad(y.sum(), [x, w])
+    return y, gx, [abs(v) < 1e-12 for v in gw.tolist()]
+
+
+def _bn_constant_channel(v, n, inf_w):
+    def f(T):
+        x = T.full((n, 2, 3), v, dtype=T.float64)
+        x[:, 1] = T.arange(3 * n, dtype=T.float64).reshape(n, 3) / 4
+        x.requires_grad_()
+        w = T.tensor([inf_w, 1.0], dtype=T.float64, requires_grad=True)
+        y = T.nn.functional.batch_norm(x, None, None, w, training=True)
+        (gx,) = T.autograd.grad(y.sum(), [x])
+        return y[:, 0], gx[:, 0]
+
+    return f
+
+
+@pytest.mark.parametrize(
+    "name,f,expected",
+    [
+        # PyTorch's Welford row moments: a row of equal values has exactly that mean, so it
+        # normalises to 0 and an infinite weight gives NaN (the plain mean 0.19000000000000003
+        # gave +-inf)
+        ("layer_norm", _ln_constant_row, [
+            (F64, (1, 1, 5), [[[1.0, nan, nan, 1.0, 1.0]]]),
+            (F64, (1, 1, 5), [[[nan] * 5]]),
+            [True] * 5,
+        ]),
+        # PyTorch sums a batch-norm channel sequentially: 6 x 0.42082412505635486 / 6 is exact
+        # (gradient NaN), 9 x -0.010913289016957092 / 9 is not (+-inf); a vectorised sum
+        # rounded these the other way
+        ("batch_norm_exact_mean", _bn_constant_channel(0.42082412505635486, 2, -inf), [
+            (F64, (2, 3), [[nan] * 3] * 2), (F64, (2, 3), [[nan] * 3] * 2),
+        ]),
+        ("batch_norm_inexact_mean", _bn_constant_channel(-0.010913289016957092, 3, inf), [
+            (F64, (3, 3), [[nan] * 3] * 3), (F64, (3, 3), [[-inf] * 3] * 3),
+        ]),
+    ],
+    ids=["layer_norm", "batch_norm_exact_mean", "batch_norm_inexact_mean"],
+)  # fmt: skip
+def test_normalising_equal_values_matches_pytorchs_mean_rounding(name, f, expected):
+    """Equal values normalise to exactly 0 when the mean is exactly their value; with an
+    infinite weight that decides between NaN and +-inf, so the mean is rounded as PyTorch's."""
+    _like_pytorch(f, expected, rtol=0)
+
+
 @pytest.mark.parametrize("create_graph", [False, True], ids=["fused", "create_graph"])
 @pytest.mark.parametrize("name,f,expected", NORM_CASES, ids=[c[0] for c in NORM_CASES])
 def test_normalisation_follows_pytorchs_formula_order_at_infinities(

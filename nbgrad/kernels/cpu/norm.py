@@ -5,31 +5,38 @@ variance), whatever the data dtype."""
 import numpy as np
 from numba import njit
 
-from .. import FASTMATH, JIT
+from .. import JIT
 
 # NOTE [normalisation formula order]: the elementwise parts follow PyTorch's CPU kernels term
 # for term (y = (x * rstd + (-mean * rstd)) * w + b, dx = a * dy * w + b * x + c, ...) and are
-# compiled without ``reassoc``, which would let LLVM factor ``x * s - m * s`` into
-# ``(x - m) * s``: the same value for finite numbers, another NaN/Inf pattern when a weight is
-# infinite (PyTorch's ``inf - inf`` is NaN where the factored form gives an infinity).  The
-# reductions keep ``reassoc`` (they vectorise with it; a sum's NaN pattern does not depend on
-# its order).
-ORDERED = dict(JIT, fastmath=FASTMATH - {"reassoc"})
+# compiled without fastmath: ``reassoc`` would let LLVM factor ``x * s - m * s`` into
+# ``(x - m) * s`` (the same value for finite numbers, another NaN/Inf pattern when a weight is
+# infinite: PyTorch's ``inf - inf`` is NaN where the factored form gives an infinity),
+# ``contract`` fuse ``x * s + b`` into an FMA (``x * s - x * s`` is then not exactly 0) and
+# ``arcp`` turn a division into a multiplication.  Elementwise loops vectorise without it;
+# the reductions keep fastmath (a sum's NaN pattern does not depend on its order).
+ORDERED = dict(JIT, fastmath=False)
 
 
 @njit(**JIT)
 def _row_moments(row):
-    """Mean and biased variance of a 1-D row, in float64 (two passes)."""
+    """Mean and biased variance of a 1-D row, in float64: two passes, the mean corrected by the
+    mean of the deviations, so a row of equal values has exactly that mean (PyTorch's Welford
+    moments do; 5 x 0.19 summed and divided is 0.19000000000000003, and an infinite weight
+    then makes +-inf where PyTorch's exact 0 * inf is NaN)."""
     N = row.shape[0]
     s = 0.0
     for k in range(N):
         s += row[k]
     mu = s / N
+    c = 0.0
     v = 0.0
     for k in range(N):
         d = row[k] - mu
+        c += d
         v += d * d
-    return mu, v / N
+    var = (v - c * c / N) / N
+    return mu + c / N, var if var > 0.0 else 0.0
 
 
 @njit(**ORDERED)
@@ -90,9 +97,28 @@ def layer_norm_bwd_cpu(g, x, mean, rstd, w, gx, gw, gb):
         _ln_bwd_row(g[m], x[m], w, a, b, c, gx[m], gw, gb, -a * mu)
 
 
+@njit(**ORDERED)
+def _bn_channel_mean(x, c, s, sequential):
+    """PyTorch's mean of channel ``c``: ``s / count`` (a true division), rounded to the input's
+    dtype; ``sequential``: ``s`` summed again in PyTorch's loop order first."""
+    N, C, L = x.shape
+    if sequential:
+        s = 0.0
+        for n in range(N):
+            row = x[n, c]
+            for k in range(L):
+                s += row[k]
+    return x.dtype.type(s / (N * L))
+
+
 @njit(**JIT)
 def batch_norm_stats_cpu(x, mean, var):
-    """Per-channel mean and biased variance of (N, C, L) into float64 (C,) arrays."""
+    """Per-channel mean and biased variance of (N, C, L) into float64 (C,) arrays, as PyTorch's
+    batch_norm_cpu_collect_stats: a float64 sum, the mean rounded to the input's dtype, then
+    the sum of squared deviations from it.  The sum is vectorised (PyTorch's is a sequential
+    loop), so its last bit may differ; where the deviations are at rounding level (a channel
+    of equal values) that bit decides between a normalised 0 and +-tiny, so NaN or +-inf once
+    a weight is infinite, and the channel is summed again in PyTorch's order."""
     N, C, L = x.shape
     cnt = N * L
     for c in range(C):
@@ -101,13 +127,16 @@ def batch_norm_stats_cpu(x, mean, var):
             row = x[n, c]
             for k in range(L):
                 s += row[k]
-        mu = s / cnt
-        v = 0.0
-        for n in range(N):
-            row = x[n, c]
-            for k in range(L):
-                d = row[k] - mu
-                v += d * d
+        for again in range(2):
+            mu = _bn_channel_mean(x, c, s, again == 1)
+            v = 0.0
+            for n in range(N):
+                row = x[n, c]
+                for k in range(L):
+                    d = row[k] - mu
+                    v += d * d
+            if v > cnt * (abs(mu) * 1e-15) ** 2:  # not at rounding level: the order is moot
+                break
         mean[c] = mu
         var[c] = v / cnt
 
