@@ -98,6 +98,27 @@ def torch_layout(out, arrays):
     return res
 
 
+def cast(arr, npd):
+    """``arr`` in dtype ``npd`` laid out as PyTorch's ``tensor.to(dtype)`` (preserve_format): a
+    dense, non-overlapping array keeps its layout, any other (expanded, stepped) becomes
+    C-contiguous; the operands' layouts then decide the result's (TensorIterator casts them
+    first), where numpy's ``astype`` would keep an expanded array's stride order."""
+    if arr.flags.c_contiguous or _dense(arr):
+        return arr.astype(npd)
+    return arr.astype(npd, order="C")
+
+
+def _dense(arr):
+    """Non-overlapping and dense: the dims by stride tile the elements without gaps."""
+    dims = sorted((abs(st), n) for st, n in zip(arr.strides, arr.shape) if n != 1)
+    want = arr.itemsize
+    for st, n in dims:
+        if st != want:
+            return False
+        want *= n
+    return True
+
+
 def pointwise_dtype(op, inputs):
     a = inputs[0]
     if len(inputs) == 1:
@@ -161,7 +182,7 @@ def pointwise(op, inputs, attrs=(), contiguous=False):
         if isinstance(x, Tensor):
             arr = x._data
             if arr.dtype != npd and name not in op.bool_args:
-                arr = arr.astype(npd)
+                arr = cast(arr, npd)
             arrays.append(arr)
             if x._requires_grad:
                 rg = True
@@ -184,9 +205,9 @@ def pointwise(op, inputs, attrs=(), contiguous=False):
     if contiguous:
         if not out.flags.c_contiguous:
             out = np.ascontiguousarray(out)
-    elif isinstance(inputs[0], Tensor) and inputs[0]._data.ndim > 1:
-        if not inputs[0]._data.flags.c_contiguous:  # the operands' own layouts, not the casts'
-            out = torch_layout(out, [x._data if isinstance(x, Tensor) else x for x in inputs])
+    elif arrays and type(arrays[0]) is np.ndarray and arrays[0].ndim > 1:
+        if not arrays[0].flags.c_contiguous:
+            out = torch_layout(out, arrays[: len(inputs)])
     if rg and STATE.enabled and op.differentiable and dt.is_inexact:
         t = op.record(out, inputs, attrs=(attrs, cd.name))
     else:
@@ -219,12 +240,12 @@ def binary(op, a, b):
     npd = cd.np
     xa = a._data
     if xa.dtype != npd:
-        xa = xa.astype(npd)
+        xa = cast(xa, npd)
     xb = b
     if bt is not None:
         xb = b._data
         if xb.dtype != npd:
-            xb = xb.astype(npd)
+            xb = cast(xb, npd)
     k = op._cache.get((cd, False))
     if k is None:
         k = _kernel(op, cd, False)
@@ -239,10 +260,8 @@ def binary(op, a, b):
         out = np.asarray(out)
     if out.dtype != dt.np:
         out = out.astype(dt.np)
-    if bt is not None:
-        a0 = a._data  # its own layout: a cast copy (xa) of an expanded tensor has lost it
-        if a0.ndim > 1 and not a0.flags.c_contiguous:
-            out = torch_layout(out, (a0, b._data))  # a layout conflict numpy resolves differently
+    if bt is not None and xa.ndim > 1 and not xa.flags.c_contiguous:
+        out = torch_layout(out, (xa, xb))  # a layout conflict numpy resolves differently
     if (
         (a._requires_grad or (bt is not None and bt._requires_grad))
         and STATE.enabled
@@ -293,7 +312,7 @@ def unary(op, a):
     cd = _dt.float32 if dt is _dt.float16 else dt
     xa = a._data
     if xa.dtype != cd.np:
-        xa = xa.astype(cd.np)
+        xa = cast(xa, cd.np)
     k = op._cache.get((cd, False))
     if k is None:
         k = _kernel(op, cd, False)
