@@ -1787,3 +1787,25 @@ def test_an_empty_out_is_resized_with_the_results_layout(name, op, expected):
     """An empty ``out=`` tensor is resized like PyTorch's iterator output: in the elementwise
     result's layout (it was always C order)."""
     _like_pytorch(lambda T: _out_layout(T, op), expected)
+
+
+def test_layer_norm_saves_its_bias_like_pytorch():
+    """NativeLayerNormBackward0 saves the bias: modifying it in place before backward raises
+    PyTorch's version error (the bias was not saved, so the backward ran); batch norm saves
+    no bias, so the same is fine there."""
+
+    def run(T, norm):
+        x = T.ones(2, 3, dtype=T.float64, requires_grad=True)
+        w = T.ones(3, dtype=T.float64, requires_grad=True)
+        b = T.ones(3, dtype=T.float64)
+        y = norm(T, x, w, b)
+        b.mul_(2)
+        try:
+            y.sum().backward()
+        except RuntimeError as e:
+            return "modified by an inplace operation" in str(e)
+        return False
+
+    ln = lambda T, x, w, b: T.nn.functional.layer_norm(x, (3,), w, b)  # noqa: E731
+    bn = lambda T, x, w, b: T.nn.functional.batch_norm(x, None, None, w, b, training=True)  # noqa: E731
+    _like_pytorch(lambda T: [run(T, ln), run(T, bn)], [True, False])

@@ -46,6 +46,8 @@ def _ln_vjp(node, grads):
     k, eps, M, N = node.attrs
     x = node.unpack("x")
     w = node.unpack("w") if node.saved.get("w") is not None else None
+    if node.saved.get("b") is not None:  # PyTorch saves the bias too: version-checked
+        node.unpack("b")
     if not STATE.enabled:
         return _fused_ln_grads(node, g, x, w, k, M, N)
     # the fused kernel's formula (PyTorch's, NOTE [normalisation formula order]) from
@@ -110,7 +112,7 @@ def _check_layer_norm(x, normalized_shape, w, b):
     node="NativeLayerNormBackward0",
     vjp=_ln_vjp,
     args=("x", "w", "b"),
-    saves=("x", "w"),
+    saves=("x", "w", "b"),
     kernels=CPU,
 )
 def layer_norm(x, normalized_shape, w=None, b=None, eps=1e-5):
