@@ -343,7 +343,8 @@ Tensor.new_tensor = new_tensor
 
 
 def _fill_vjp(node, grads):
-    return (pw.mul(grads[0], 0),) if node.next_functions[0][0] is not None else (None,)
+    # PyTorch's zeros_like(grad): exact zeros, never grad * 0 (inf * 0 is NaN), and no graph
+    return (creation.zeros_like(grads[0]),) if node.next_functions[0][0] is not None else (None,)
 
 
 def _filled(self, value, name):
@@ -383,7 +384,7 @@ def _copy_vjp(node, grads):
     gs = None
     if node.next_functions[1][0] is not None:
         gs = g
-    gself = pw.mul(g, 0) if node.next_functions[0][0] is not None else None
+    gself = creation.zeros_like(g) if node.next_functions[0][0] is not None else None
     return (gself, gs)
 
 

@@ -436,6 +436,34 @@ BOUNDS = [
     ("masked_select_shape", lambda: T.zeros(3).masked_select(T.tensor([True, False])),
      RuntimeError,
      "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0"),
+    # PyTorch's scatter_gather_dtype_check: after wrapping dim, before any shape check; src
+    # must have self's dtype (it was cast), and scatter_add's messages say "scatter()"
+    ("scatter_src_dtype", lambda: T.zeros(3).scatter(0, T.tensor([2]), T.ones(1, dtype=T.float64)),
+     RuntimeError, "scatter(): Expected self.dtype to be equal to src.dtype"),
+    ("scatter__src_dtype",
+     lambda: T.zeros(3).scatter_(0, T.tensor([2]), T.ones(1, dtype=T.float64, requires_grad=True)),
+     RuntimeError, "scatter(): Expected self.dtype to be equal to src.dtype"),
+    ("scatter_0d_src_dtype",
+     lambda: T.zeros(3).scatter(0, T.tensor([2]), T.tensor(1, dtype=T.int64)), RuntimeError,
+     "scatter(): Expected self.dtype to be equal to src.dtype"),
+    ("scatter_empty_index_src_dtype",
+     lambda: T.zeros(3).scatter(0, T.zeros(0, dtype=T.int64), T.ones(0, dtype=T.float64)),
+     RuntimeError, "scatter(): Expected self.dtype to be equal to src.dtype"),
+    ("scatter_src_dtype_before_shapes",
+     lambda: T.zeros(3).scatter(0, T.tensor([[7]]), T.ones(1, dtype=T.float64)), RuntimeError,
+     "scatter(): Expected self.dtype to be equal to src.dtype"),
+    ("scatter_add_src_dtype",
+     lambda: T.zeros(3).scatter_add(0, T.tensor([2]), T.ones(1, dtype=T.float64)), RuntimeError,
+     "scatter(): Expected self.dtype to be equal to src.dtype"),
+    ("scatter_add_index_dtype",
+     lambda: T.zeros(3).scatter_add(0, T.tensor([1], dtype=T.int16), T.ones(1)), RuntimeError,
+     "scatter(): Expected dtype int32/int64 for index"),
+    ("scatter_dim_before_index_dtype",
+     lambda: T.zeros(3).scatter(1, T.tensor([1], dtype=T.int16), T.ones(1)), IndexError,
+     "Dimension out of range (expected to be in range of [-1, 0], but got 1)"),
+    ("gather_dim_before_index_dtype",
+     lambda: T.zeros(3).gather(3, T.tensor([1], dtype=T.int16)), IndexError,
+     "Dimension out of range (expected to be in range of [-1, 0], but got 3)"),
 ]  # fmt: skip
 
 
@@ -456,6 +484,80 @@ def test_bad_index_errors_match_torch():
         with pytest.raises(exc) as ei:
             tfn()
         assert phrase in str(ei.value), (name, str(ei.value))
+
+
+def _empty_index_ops(L):
+    x = L.arange(6.0).reshape(3, 2).requires_grad_()
+    src = L.ones(1, requires_grad=True)
+    return (
+        {
+            "gather_rank1": lambda i: x.gather(0, i),
+            "gather_dim1": lambda i: x.gather(1, i),
+            "scatter_src": lambda i: x.scatter(0, i, src),
+            "scatter_value": lambda i: x.scatter(1, i, 2.0),
+            "scatter_add": lambda i: x.scatter_add(0, i, src),
+        },
+        x,
+        src,
+    )
+
+
+EMPTY_INDICES = [
+    ("0", (0,), "int64"),
+    ("0x5", (0, 5), "int64"),
+    ("5x0", (5, 0), "int64"),
+    ("2x0x4", (2, 0, 4), "int64"),
+    ("float_0x1x1", (0, 1, 1), "float32"),
+    ("int16_0", (0,), "int16"),
+]
+
+
+def _empty_index_run(L, name, shape, dtype):
+    ops, x, src = _empty_index_ops(L)
+    i = L.zeros(shape, dtype=getattr(L, dtype))
+    y = ops[name](i)
+    y.sum().backward()
+    return (
+        tuple(y.shape),
+        y.stride(),
+        y.detach().tolist(),
+        x.grad.tolist(),
+        None if src.grad is None else src.grad.tolist(),
+    )
+
+
+EMPTY_INDEX_EXPECTED = {  # PyTorch 2.13: the gradients of an empty index read nothing
+    "gather": lambda shape: (
+        shape,
+        tuple(int(np.prod([max(n, 1) for n in shape[k + 1 :]])) for k in range(len(shape))),
+        np.zeros(shape).tolist(),
+        [[0.0, 0.0]] * 3,
+        None,
+    ),
+    "scatter": lambda shape: (
+        (3, 2),
+        (2, 1),
+        [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]],
+        [[1.0, 1.0]] * 3,
+        [0.0],
+    ),
+}
+
+
+@pytest.mark.parametrize("sid,shape,dtype", EMPTY_INDICES, ids=[e[0] for e in EMPTY_INDICES])
+@pytest.mark.parametrize("name", sorted(_empty_index_ops(T)[0]))
+def test_an_empty_index_of_any_rank_or_dtype_reads_and_writes_nothing(name, sid, shape, dtype):
+    """PyTorch checks neither the rank, the sizes nor the dtype of an empty index (nbgrad
+    raised 'Index tensor must have the same number of dimensions'): gather gives an empty
+    result of the index's shape (contiguous strides), scatter a copy of self, and the
+    backward sends nothing through the index."""
+    got = _empty_index_run(T, name, shape, dtype)
+    want = EMPTY_INDEX_EXPECTED[name.split("_")[0]](shape)
+    if name == "scatter_value":
+        want = want[:4] + (None,)
+    assert got == want
+    if torch is not None:
+        assert _empty_index_run(torch, name, shape, dtype) == want
 
 
 def test_gather_scatter_index_select_with_zero_dim_tensors():

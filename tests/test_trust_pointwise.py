@@ -1177,3 +1177,648 @@ def test_softmax_of_a_0d_tensor_propagates_nan_as_pytorch(v, name):
     (g,) = nbgrad.autograd.grad(y, x, nbgrad.tensor(2.0))
     want = 0.0 if v == 1.0 else float("nan")
     _same(np.array(g.item()), np.array(want))
+
+
+# -- issue 10 fuzz findings: mixed dtypes in backward, dtype checks, empty means, NaN patterns ---
+#
+# Each case is a function of the library (nbgrad or torch) returning plain data: tensors as
+# (dtype, shape, values), exceptions as (type, message).  nbgrad must give the hard-coded
+# PyTorch 2.13 result; with torch installed, torch is checked to give it too.
+
+
+def _plain(v):
+    if isinstance(v, (nbgrad.Tensor,) + ((torch.Tensor,) if torch is not None else ())):
+        return (str(v.dtype).split(".")[-1], tuple(v.shape), v.detach().tolist())
+    if isinstance(v, (list, tuple)):
+        return [_plain(u) for u in v]
+    return v
+
+
+def _outcome(T, f):
+    try:
+        return _plain(f(T))
+    except Exception as e:  # noqa: BLE001 - the exception is the result under test
+        return [type(e).__name__, str(e)]
+
+
+def _close(a, b, rtol):
+    """Nested results equal, floats to ``rtol`` (NaN equals NaN, infinities exactly)."""
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_close(u, v, rtol) for u, v in zip(a, b))
+    if isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool):
+        return bool(np.isclose(a, b, rtol=rtol, atol=0, equal_nan=True))
+    return a == b
+
+
+def _like_pytorch(f, expected, rtol=1e-6):
+    got = _outcome(nbgrad, f)
+    assert _close(got, _plain(expected), rtol), "nbgrad %r\nexpected %r" % (got, expected)
+    if torch is not None:  # the hard-coded expectation is PyTorch's
+        ref = _outcome(torch, f)
+        assert _close(ref, _plain(expected), rtol), "torch %r\nexpected %r" % (ref, expected)
+
+
+def _mixed_backward(op, create_graph=False):
+    """float32 [1, -2] (op) float64 0-d 0.5: the result, each input's gradient."""
+
+    def f(T):
+        a = T.tensor([1.0, -2.0], dtype=T.float32, requires_grad=True)
+        b = T.tensor(0.5, dtype=T.float64, requires_grad=True)
+        y = op(T, a, b)
+        ga, gb = T.autograd.grad(y.sum(), [a, b], create_graph=create_graph, allow_unused=True)
+        return y, ga, gb
+
+    return f
+
+
+F32, F64 = "float32", "float64"
+LN_HALF = math.log(0.5)
+# (name, op, result, grad of the float32 input, grad of the float64 0-d input)
+MIXED_CASES = [
+    ("mul", lambda T, a, b: a * b, [0.5, -1.0], [0.5, 0.5], -1.0),
+    ("div", lambda T, a, b: a / b, [2.0, -4.0], [2.0, 2.0], 4.0),
+    ("pow_t", lambda T, a, b: b**a, [0.5, 4.0], [0.5 * LN_HALF, 4.0 * LN_HALF], -15.0),
+    ("remainder", lambda T, a, b: T.remainder(a, b), [0.0, 0.0], [1.0, 1.0], 2.0),
+    ("minimum", lambda T, a, b: T.minimum(a, b), [0.5, -2.0], [0.0, 1.0], 1.0),
+    ("maximum", lambda T, a, b: T.maximum(b, a), [1.0, 0.5], [1.0, 0.0], 1.0),
+    ("sub_alpha", lambda T, a, b: T.sub(a, b, alpha=0.5), [0.75, -2.25], [1.0, 1.0], -1.0),
+    ("lerp_0d_weight", lambda T, a, b: T.lerp(a, a * 3, b), [2.0, -4.0], [2.0, 2.0], -2.0),
+]
+
+
+@pytest.mark.parametrize("create_graph", [False, True], ids=["fused", "create_graph"])
+@pytest.mark.parametrize("name,op,y,ga,gb", MIXED_CASES, ids=[c[0] for c in MIXED_CASES])
+def test_backward_with_float32_and_float64_operands_gives_each_input_its_dtype(
+    name, op, y, ga, gb, create_graph
+):
+    """A float64 0-d operand does not promote a float32 tensor; the backward (a kernel compiled
+    for float32) casts the saved float64 operand like the forward did (it raised TypeError: no
+    ufunc signature for the mixed dtypes), and each gradient comes back in its input's dtype."""
+    _like_pytorch(
+        _mixed_backward(op, create_graph), [(F32, (2,), y), (F32, (2,), ga), (F64, (), gb)]
+    )
+
+
+def test_backward_with_an_integer_operand_casts_it_to_the_compute_dtype():
+    def f(T):
+        a = T.tensor([1.0, -2.0], dtype=T.float32, requires_grad=True)
+        c = T.tensor([3, 1])
+        return [T.autograd.grad(op(a, c).sum(), [a])[0] for op in (T.mul, T.div, T.pow)]
+
+    _like_pytorch(f, [(F32, (2,), [3.0, 1.0]), (F32, (2,), [1 / 3, 1.0]), (F32, (2,), [3.0, 1.0])])
+
+
+LERP_CASES = [
+    ("end_f64", lambda T: T.lerp(T.ones(2), T.ones(2, dtype=T.float64), 0.3),
+     ["RuntimeError", "expected dtype float for `end` but got dtype double"]),
+    ("end_0d_f64", lambda T: T.lerp(T.ones(2), T.tensor(1.0, dtype=T.float64), 0.3),
+     ["RuntimeError", "expected dtype float for `end` but got dtype double"]),
+    ("end_int", lambda T: T.lerp(T.ones(2, dtype=T.float64), T.ones(2, dtype=T.int64), 0.5),
+     ["RuntimeError", "expected dtype double for `end` but got dtype long int"]),
+    ("weight_f32", lambda T: T.lerp(T.ones(2, dtype=T.float64), T.ones(2, dtype=T.float64),
+                                    T.ones(2)),
+     ["RuntimeError", "expected dtype double for `weight` but got dtype float"]),
+    ("method", lambda T: T.ones(2).lerp(T.ones(2, dtype=T.float16), 0.3),
+     ["RuntimeError", "expected dtype float for `end` but got dtype c10::Half"]),
+    ("inplace_weight", lambda T: T.ones(2).lerp_(T.ones(2), T.ones(2, dtype=T.float64)),
+     ["RuntimeError", "expected dtype float for `weight` but got dtype double"]),
+    ("weight_0d_f64_promotes_like_a_scalar",
+     lambda T: T.lerp(T.zeros(2), T.ones(2), T.tensor(0.25, dtype=T.float64)),
+     (F32, (2,), [0.25, 0.25])),
+    ("int_scalar_weight", lambda T: T.lerp(T.ones(2, dtype=T.int32), T.ones(2, dtype=T.int32), 1),
+     ["NotImplementedError", "\"lerp_kernel_scalar\" not implemented for 'Int'"]),
+    ("int_tensor_weight",
+     lambda T: T.lerp(T.ones(2, dtype=T.int64), T.ones(2, dtype=T.int64), T.ones(2, dtype=T.int64)),
+     ["NotImplementedError", "\"lerp_kernel_tensor\" not implemented for 'Long'"]),
+    ("int_0d_float_weight",
+     lambda T: T.lerp(T.ones(2, dtype=T.int64), T.ones(2, dtype=T.int64), T.tensor(0.5)),
+     (F32, (2,), [1.0, 1.0])),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,f,expected", LERP_CASES, ids=[c[0] for c in LERP_CASES])
+def test_lerp_takes_no_type_promotion_like_pytorch(name, f, expected):
+    """lerp's end (and a weight of one dim or more) must have the input's dtype (it promoted
+    them); a 0-d weight is promoted like a scalar; integer lerp has no kernel."""
+    _like_pytorch(f, expected)
+
+
+BCE_DTYPE_CASES = [
+    ("f32_f64", lambda T: T.nn.functional.binary_cross_entropy(
+        T.full((3,), 0.5), T.ones(3, dtype=T.float64)),
+     ["RuntimeError", "Found dtype Double but expected Float"]),
+    ("f64_f32_sum", lambda T: T.nn.functional.binary_cross_entropy(
+        T.full((3,), 0.5, dtype=T.float64), T.ones(3), reduction="sum"),
+     ["RuntimeError", "Found dtype Float but expected Double"]),
+    ("empty_none", lambda T: T.nn.functional.binary_cross_entropy(
+        T.ones(0, requires_grad=True), T.ones(0, dtype=T.float16), reduction="none"),
+     ["RuntimeError", "Found dtype Half but expected Float"]),
+    ("checked_before_the_range", lambda T: T.nn.functional.binary_cross_entropy(
+        T.full((3,), 2.0), T.ones(3, dtype=T.float64)),
+     ["RuntimeError", "Found dtype Double but expected Float"]),
+    ("long_input", lambda T: T.nn.functional.binary_cross_entropy(
+        T.ones(3, dtype=T.int64), T.ones(3)),
+     ["RuntimeError", "Found dtype Float but expected Long"]),
+    ("module", lambda T: T.nn.BCELoss()(T.full((3,), 0.5), T.ones(3, dtype=T.float64)),
+     ["RuntimeError", "Found dtype Double but expected Float"]),
+    ("weight_of_another_dtype_is_fine", lambda T: T.nn.functional.binary_cross_entropy(
+        T.full((2,), 0.5), T.ones(2), weight=T.ones(2, dtype=T.float64), reduction="sum"),
+     (F32, (), 2 * math.log(2.0))),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,f,expected", BCE_DTYPE_CASES, ids=[c[0] for c in BCE_DTYPE_CASES])
+def test_binary_cross_entropy_target_must_have_the_input_dtype(name, f, expected):
+    _like_pytorch(f, expected)
+
+
+def _bcel_f32_input_f64_target(T):
+    x = T.tensor([0.5, -2.0], requires_grad=True)
+    t = T.tensor([1.0, 0.0], dtype=T.float64)
+    r = T.nn.functional.binary_cross_entropy_with_logits(x, t, reduction="sum")
+    r.backward()
+    return r, x.grad
+
+
+BCEL_DTYPE_CASES = [
+    ("f32_input_f64_target", _bcel_f32_input_f64_target,
+     [(F64, (), 0.6010050773620605), (F32, (2,), [-0.377540647983551, 0.11920291930437088])]),
+    ("f64_input_f32_target", lambda T: T.nn.functional.binary_cross_entropy_with_logits(
+        T.tensor([0.5, -2.0], dtype=T.float64), T.tensor([1.0, 0.0]), reduction="none"),
+     (F32, (2,), [0.4740769863128662, 0.12692801654338837])),
+    ("long_target", lambda T: T.nn.functional.binary_cross_entropy_with_logits(
+        T.ones(3), T.ones(3, dtype=T.int64)),
+     ["RuntimeError", "result type Float can't be cast to the desired output type Long"]),
+    ("bool_target", lambda T: T.nn.functional.binary_cross_entropy_with_logits(
+        T.ones(3, dtype=T.float64), T.ones(3, dtype=T.bool)),
+     ["RuntimeError", "Subtraction, the `-` operator, with two bool tensors is not supported. "
+      "Use the `^` or `logical_xor()` operator instead."]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,f,expected", BCEL_DTYPE_CASES, ids=[c[0] for c in BCEL_DTYPE_CASES])
+def test_binary_cross_entropy_with_logits_takes_the_target_dtype(name, f, expected):
+    """PyTorch computes ``(1 - target).mul_(input).sub_(...)``: the loss has the target's dtype
+    (it had the input's) and an integer or bool target raises (it was accepted)."""
+    _like_pytorch(f, expected)
+
+
+def _empty_mean_loss(loss, create_graph):
+    def f(T):
+        x = T.zeros((2, 0), dtype=T.float64, requires_grad=True)
+        t = T.zeros((2, 0), dtype=T.float64)
+        y = loss(T, x, t)
+        (g,) = T.autograd.grad(y, [x], create_graph=create_graph)
+        out = [y, g, g.requires_grad]
+        if create_graph:
+            (gg,) = T.autograd.grad((g * g).sum(), [x], allow_unused=True)
+            out.append(gg)
+        return out
+
+    return f
+
+
+EMPTY_LOSSES = {
+    "bce": lambda T, x, t: T.nn.functional.binary_cross_entropy(T.sigmoid(x), t),
+    "bce_logits": lambda T, x, t: T.nn.functional.binary_cross_entropy_with_logits(x, t),
+    "bce_logits_pos_weight": lambda T, x, t: T.nn.functional.binary_cross_entropy_with_logits(
+        x, t, pos_weight=T.ones(0, dtype=T.float64)
+    ),
+    "mse": lambda T, x, t: T.nn.functional.mse_loss(x, t),
+    "bce_of_repeat": lambda T, x, t: T.nn.functional.binary_cross_entropy(
+        T.sigmoid(x.repeat(2, 1, 3)), t.repeat(2, 1, 3)
+    ),
+}
+
+
+@pytest.mark.parametrize("create_graph", [False, True], ids=["fused", "create_graph"])
+@pytest.mark.parametrize("name", sorted(EMPTY_LOSSES))
+def test_mean_reduced_loss_of_an_empty_input_has_empty_gradients(name, create_graph):
+    """A mean over no elements is NaN and its backward scales by 1/0 (it raised
+    ZeroDivisionError): an empty gradient, in the graph when one is built."""
+    empty = (F64, (2, 0), [[], []])
+    expected = [(F64, (), nan), empty, create_graph]
+    if create_graph:
+        expected.append(empty)
+    _like_pytorch(_empty_mean_loss(EMPTY_LOSSES[name], create_graph), expected)
+
+
+BN_EMPTY_CASES = [
+    ("no_channels", (2, 0, 3), dict(training=True), (F64, (2, 0, 3), [[], []]), None),
+    ("no_batch_affine_running", (0, 3),
+     dict(affine=True, running=True, training=True), (F64, (0, 3), []), [0.0, 0.0, 0.0]),
+    ("no_batch_eval_no_buffers", (0, 3), dict(training=False), (F64, (0, 3), []), None),
+    ("no_length_running", (2, 3, 0),
+     dict(affine=True, running=True, training=True), (F64, (2, 3, 0), [[[], [], []]] * 2),
+     [0.0, 0.0, 0.0]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,shape,kw,y,gw", BN_EMPTY_CASES, ids=[c[0] for c in BN_EMPTY_CASES])
+def test_batch_norm_of_an_empty_input_is_pytorchs_clone_path(name, shape, kw, y, gw):
+    """PyTorch's batch norm of no elements: ``x.clone() * w[0] + b[0]``, no statistics (a
+    channel-less input divided by zero) and running buffers untouched (they became NaN)."""
+
+    def f(T):
+        C = shape[1]
+        x = T.ones(shape, dtype=T.float64, requires_grad=True)
+        running = kw.get("running")
+        rm = T.zeros(C, dtype=T.float64) if running else None
+        rv = T.ones(C, dtype=T.float64) if running else None
+        affine = kw.get("affine")
+        w = T.full((C,), 2.0, dtype=T.float64, requires_grad=True) if affine else None
+        b = T.full((C,), 0.5, dtype=T.float64, requires_grad=True) if affine else None
+        out = T.nn.functional.batch_norm(x, rm, rv, w, b, training=kw["training"])
+        out.sum().backward()
+        res = [out, x.grad]
+        if affine:
+            res += [w.grad, b.grad, rm, rv]
+        return res
+
+    expected = [y, (F64, shape, y[2])]
+    if gw is not None:
+        C = shape[1]
+        expected += [
+            (F64, (C,), gw),
+            (F64, (C,), gw),
+            (F64, (C,), [0.0] * C),
+            (F64, (C,), [1.0] * C),
+        ]
+    _like_pytorch(f, expected)
+
+
+def test_batch_norm_checks_one_value_per_channel_without_dividing_by_the_channels():
+    f = lambda T: T.nn.functional.batch_norm(T.ones(1, 0), None, None, training=True)  # noqa: E731
+    _like_pytorch(
+        f,
+        [
+            "ValueError",
+            "Expected more than 1 value per channel when training, got input size "
+            "torch.Size([1, 0])",
+        ],
+    )
+
+
+CUMSUM_CASES = [
+    ("neg_inf", lambda T: T.tensor([-inf], dtype=T.float64).cumsum(-1), (F64, (1,), [-inf])),
+    ("inf_then_finite", lambda T: T.tensor([inf, 1.0, -2.0]).cumsum(0), (F32, (3,), [inf] * 3)),
+    ("neg_zero_starts_from_zero", lambda T: T.tensor([[-0.0, -0.0]]).cumsum(1),
+     (F32, (1, 2), [[0.0, 0.0]])),
+    ("float32_accumulates_in_double", lambda T: T.tensor([1e8, 1.0, -1e8]).cumsum(0),
+     (F32, (3,), [1e8, 1e8, 1.0])),
+    ("float32_partial_sum_beyond_range", lambda T: T.tensor([3e38, 3e38, -3e38]).cumsum(0),
+     (F32, (3,), [float(np.float32(3e38)), inf, float(np.float32(3e38))])),
+    ("0d_keeps_neg_zero", lambda T: T.tensor(-0.0).cumsum(0), (F32, (), -0.0)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,f,expected", CUMSUM_CASES, ids=[c[0] for c in CUMSUM_CASES])
+def test_cumsum_is_pytorchs_running_sum_from_zero(name, f, expected):
+    """The running sum starts at a 0 of PyTorch's accumulator type (float64 for float32): it
+    started at ``x[0] - x[0]``, NaN at an infinity, and accumulated in float32."""
+    _like_pytorch(f, expected, rtol=0)
+    if name == "neg_zero_starts_from_zero":  # +0.0, not -0.0 (== cannot tell them apart)
+        assert math.copysign(1.0, f(nbgrad)[0, 0].item()) == 1.0
+
+
+LSE_CASES = [
+    ("nan_and_inf", [1.0, nan, inf], nan, [nan, nan, nan]),
+    ("inf_then_nan", [inf, nan], nan, [nan, nan]),
+    ("nan_first", [nan, -inf], nan, [nan, nan]),
+    ("inf", [1.0, inf], inf, [0.0, nan]),
+    ("all_neg_inf", [-inf, -inf], -inf, [nan, nan]),
+]
+
+
+@pytest.mark.parametrize("name,vals,y,g", LSE_CASES, ids=[c[0] for c in LSE_CASES])
+def test_logsumexp_nan_wins_over_infinities(name, vals, y, g):
+    """PyTorch's max shift is amax, which propagates NaN: [nan, inf] is NaN (it was inf)."""
+
+    def f(T):
+        x = T.tensor(vals, dtype=T.float64, requires_grad=True)
+        out = T.logsumexp(x, 0)
+        out.backward()
+        return out, x.grad
+
+    _like_pytorch(f, [(F64, (), y), (F64, (len(vals),), g)], rtol=0)
+
+
+FILL_CASES = {
+    "zero_": lambda y: y.zero_(),
+    "fill_": lambda y: y.fill_(3.0),
+    "fill_tensor": lambda y: y.fill_(y.new_tensor(3.0)),
+    "copy_": lambda y: y.copy_(y.new_tensor([5.0, 6.0])),
+}
+
+
+@pytest.mark.parametrize("create_graph", [False, True], ids=["fused", "create_graph"])
+@pytest.mark.parametrize("name", sorted(FILL_CASES))
+def test_overwritten_values_get_exact_zero_gradients(name, create_graph):
+    """zero_/fill_/copy_ give the overwritten input zeros_like(grad) (it was grad * 0, NaN where
+    the upstream gradient is inf or NaN), which do not require grad."""
+
+    def f(T):
+        x = T.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        FILL_CASES[name](y)
+        z = (y * T.tensor([inf, nan])).sum()
+        (g,) = T.autograd.grad(z, [x], create_graph=create_graph)
+        return g, g.requires_grad
+
+    _like_pytorch(f, [(F32, (2,), [0.0, 0.0]), False], rtol=0)
+
+
+def _bn_inf_weight(T, create_graph):
+    x = T.tensor([[[0.0], [-2.0]], [[-1.0], [-1.0]]], dtype=T.float64, requires_grad=True)
+    w = T.tensor([1.0, -inf], dtype=T.float64, requires_grad=True)
+    b = T.tensor([1.0, 1.0], dtype=T.float64, requires_grad=True)
+    y = T.nn.functional.batch_norm(x, None, None, w, b, training=True)
+    up = T.tensor([[[1.0], [1.0]], [[0.0], [2.0]]], dtype=T.float64)
+    return [y] + list(T.autograd.grad(y, [x, w, b], up, create_graph=create_graph))
+
+
+def _ln_inf_weight(T, create_graph):
+    x = T.tensor([[-0.5, 1.5, 2.0]], dtype=T.float64, requires_grad=True)
+    w = T.tensor([1.0, inf, 1.0], dtype=T.float64, requires_grad=True)
+    y = T.nn.functional.layer_norm(x, (3,), w)
+    return [y] + list(T.autograd.grad(y.sum(), [x, w], create_graph=create_graph))
+
+
+def _bn_strided_inf_weight(T, create_graph):
+    x = T.tensor([[[-1.0, 1.0], [-1.0, 2.0]]], dtype=T.float64).mT.requires_grad_()
+    w = T.tensor([1.0, inf], dtype=T.float64, requires_grad=True)
+    b = T.tensor([1.0, 1.0], dtype=T.float64, requires_grad=True)
+    y = T.nn.functional.batch_norm(x, None, None, w, b, training=True)
+    return [y] + list(T.autograd.grad(y.sum(), [x, w, b], create_graph=create_graph))
+
+
+def _bn_eval_inf_input(T, create_graph):
+    x = T.tensor([[1.0, inf], [2.0, 3.0]], dtype=T.float64, requires_grad=True)
+    rm, rv = T.zeros(2, dtype=T.float64), T.ones(2, dtype=T.float64)
+    y = T.nn.functional.batch_norm(x, rm, rv, training=False)
+    return [y] + list(T.autograd.grad(y.sum(), [x], create_graph=create_graph))
+
+
+R5 = 1 / math.sqrt(1 + 1e-5)  # rstd of a unit variance
+NORM_CASES = [
+    ("batch_norm_inf_weight", _bn_inf_weight, [
+        (F64, (2, 2, 1), [[[1.99998000059998], [nan]], [[1.9999400020065394e-05], [nan]]]),
+        (F64, (2, 2, 1), [[[3.999760012007546e-05], [inf]], [[-3.999760012007546e-05], [-inf]]]),
+        (F64, (2,), [0.9999800005999799, 0.9999800005999799]),
+        (F64, (2,), [1.0, 3.0]),
+    ]),
+    ("layer_norm_inf_weight", _ln_inf_weight, [
+        (F64, (1, 3), [[-1.3887241979964466, inf, 0.925816131997631]]),
+        (F64, (1, 3), [[nan, nan, nan]]),
+        (F64, (3,), [-1.3887241979964466, 0.4629080659988155, 0.925816131997631]),
+    ]),
+    # a non-contiguous input takes PyTorch's generic path, ((x - mean) * rstd) * w + b
+    ("batch_norm_strided_inf_weight", _bn_strided_inf_weight, [
+        (F64, (1, 2, 2), [[[1.0, 1.0], [-inf, inf]]]),
+        (F64, (1, 2, 2), [[[0.0, 0.0], [nan, nan]]]),
+        (F64, (2,), [0.0, 0.0]),
+        (F64, (2,), [2.0, 2.0]),
+    ]),
+    ("batch_norm_eval_inf_input", _bn_eval_inf_input, [
+        (F64, (2, 2), [[R5, inf], [2 * R5, 3 * R5]]),
+        (F64, (2, 2), [[R5, R5], [R5, R5]]),
+    ]),
+]  # fmt: skip
+
+
+def _ln_constant_row(T):
+    x = T.tensor([[[0.19] * 5]], dtype=T.float64, requires_grad=True)
+    w = T.tensor([1.0, inf, -inf, 1.0, 1.0], dtype=T.float64, requires_grad=True)
+    y = T.nn.functional.layer_norm(x, (5,), w, T.ones(5, dtype=T.float64))
+    gx, gw = T.autograd.grad(y.sum(), [x, w])
+    return y, gx, [abs(v) < 1e-12 for v in gw.tolist()]
+
+
+def _bn_constant_channel(v, n, inf_w):
+    def f(T):
+        x = T.full((n, 2, 3), v, dtype=T.float64)
+        x[:, 1] = T.arange(3 * n, dtype=T.float64).reshape(n, 3) / 4
+        x.requires_grad_()
+        w = T.tensor([inf_w, 1.0], dtype=T.float64, requires_grad=True)
+        y = T.nn.functional.batch_norm(x, None, None, w, training=True)
+        (gx,) = T.autograd.grad(y.sum(), [x])
+        return y[:, 0], gx[:, 0]
+
+    return f
+
+
+@pytest.mark.parametrize(
+    "name,f,expected",
+    [
+        # PyTorch's Welford row moments: a row of equal values has exactly that mean, so it
+        # normalises to 0 and an infinite weight gives NaN (the plain mean 0.19000000000000003
+        # gave +-inf)
+        ("layer_norm", _ln_constant_row, [
+            (F64, (1, 1, 5), [[[1.0, nan, nan, 1.0, 1.0]]]),
+            (F64, (1, 1, 5), [[[nan] * 5]]),
+            [True] * 5,
+        ]),
+        # PyTorch sums a batch-norm channel sequentially: 6 x 0.42082412505635486 / 6 is exact
+        # (gradient NaN), 9 x -0.010913289016957092 / 9 is not (+-inf); a vectorised sum
+        # rounded these the other way
+        ("batch_norm_exact_mean", _bn_constant_channel(0.42082412505635486, 2, -inf), [
+            (F64, (2, 3), [[nan] * 3] * 2), (F64, (2, 3), [[nan] * 3] * 2),
+        ]),
+        ("batch_norm_inexact_mean", _bn_constant_channel(-0.010913289016957092, 3, inf), [
+            (F64, (3, 3), [[nan] * 3] * 3), (F64, (3, 3), [[-inf] * 3] * 3),
+        ]),
+    ],
+    ids=["layer_norm", "batch_norm_exact_mean", "batch_norm_inexact_mean"],
+)  # fmt: skip
+def test_normalising_equal_values_matches_pytorchs_mean_rounding(name, f, expected):
+    """Equal values normalise to exactly 0 when the mean is exactly their value; with an
+    infinite weight that decides between NaN and +-inf, so the mean is rounded as PyTorch's."""
+    _like_pytorch(f, expected, rtol=0)
+
+
+@pytest.mark.parametrize("create_graph", [False, True], ids=["fused", "create_graph"])
+@pytest.mark.parametrize("name,f,expected", NORM_CASES, ids=[c[0] for c in NORM_CASES])
+def test_normalisation_follows_pytorchs_formula_order_at_infinities(
+    name, f, expected, create_graph
+):
+    """NOTE [normalisation formula order]: batch_norm's ``x * alpha + beta`` (LLVM's reassoc
+    had factored it into ``(x - mean) * alpha + b``: inf where PyTorch's inf - inf is NaN),
+    layer_norm's backward ``a * g * w + b * x + c`` (the textbook form gave -inf where PyTorch
+    gives NaN), and eval-mode batch_norm's ``g * rstd * w`` (``(x - mean) * 0`` made NaN of an
+    infinite input); the create_graph backward evaluates the same formulas."""
+    _like_pytorch(lambda T: f(T, create_graph), expected, rtol=1e-9)
+
+
+REMAINDER_ZERO_CASES = [
+    ("tensor", lambda T: T.remainder(T.tensor([-2.0, 2.0, -0.0, 0.0]),
+                                     T.tensor([1.0, -1.0, 1.0, -1.0]))),
+    ("scalar", lambda T: T.remainder(T.tensor([-2.0, 2.0, -0.0, 0.0]), 1.0)),
+    ("negative_scalar", lambda T: T.tensor([-2.0, 2.0, -0.0, 0.0]) % -1.0),
+    ("scalar_self", lambda T: T.remainder(-2.0, T.tensor([1.0, -1.0]))),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,f", REMAINDER_ZERO_CASES, ids=[c[0] for c in REMAINDER_ZERO_CASES])
+def test_remainder_zero_keeps_the_sign_of_x_like_pytorchs_fmod(name, f):
+    """PyTorch's remainder is fmod moved by y where the signs differ, so a zero result has x's
+    sign (numpy's remainder gives it y's: 2 / (-2 % 1) was inf, PyTorch's -inf)."""
+    want = {"scalar_self": [-1.0, -1.0]}.get(name, [-1.0, 1.0, -1.0, 1.0])
+    for T in (nbgrad,) + ((torch,) if torch is not None else ()):
+        r = f(T).tolist()
+        assert r == [0.0] * len(want)
+        assert [math.copysign(1.0, v) for v in r] == want, (T.__name__, r)
+
+
+ALPHA_CASES = [
+    ("add", lambda T, a, b: T.add(a, b, alpha=2), [2.0, 6.0], [1.0, 1.0], [2.0, 2.0]),
+    ("sub", lambda T, a, b: T.sub(a, b, alpha=0.5), [1.375, -4.0], [1.0, 1.0], [-0.5, -0.5]),
+    ("method", lambda T, a, b: a.sub(b, alpha=-2), [2.0, 6.0], [1.0, 1.0], [2.0, 2.0]),
+]
+
+
+@pytest.mark.parametrize("name,f,y,ga,gb", ALPHA_CASES, ids=[c[0] for c in ALPHA_CASES])
+def test_add_sub_with_alpha_are_one_node_with_saved_alpha(name, f, y, ga, gb):
+    """add/sub with alpha record PyTorch's single AddBackward0/SubBackward0 (``_saved_alpha``)
+    straight to both inputs; there was a MulBackward0 in front of ``other``."""
+
+    def run(T):
+        a = T.tensor([1.5, -2.0], requires_grad=True)
+        b = T.tensor([0.25, 4.0], requires_grad=True)
+        out = f(T, a, b)
+        node = out.grad_fn
+        out.sum().backward()
+        nexts = [type(n).__name__ for n, _ in node.next_functions]
+        return out, a.grad, b.grad, node.name(), nexts, node._saved_alpha
+
+    alpha = {"add": 2, "sub": 0.5, "method": -2}[name]
+    node = "AddBackward0" if name == "add" else "SubBackward0"
+    _like_pytorch(
+        run,
+        [(F32, (2,), y), (F32, (2,), ga), (F32, (2,), gb), node, ["AccumulateGrad"] * 2, alpha],
+    )
+
+
+INT_ALPHA = "For integral input tensors, argument alpha must not be a floating point number."
+CPLX_ALPHA = "For non-complex input tensors, argument alpha must not be a complex number."
+ALPHA_CHECK_CASES = [
+    ("int_float_alpha", lambda T: T.add(T.tensor([3, -4]), T.tensor([1, 1]), alpha=0.5),
+     ["RuntimeError", INT_ALPHA]),
+    ("int_scalar_float_alpha", lambda T: T.sub(T.tensor([3, -4]), 2, alpha=0.5),
+     ["RuntimeError", INT_ALPHA]),
+    ("complex_alpha", lambda T: T.add(T.ones(2), T.ones(2), alpha=1j),
+     ["RuntimeError", CPLX_ALPHA]),
+    ("bool_alpha_int", lambda T: T.add(T.tensor([3]), T.tensor([1]), alpha=False),
+     ["RuntimeError", "Boolean alpha only supported for Boolean results."]),
+    ("bool_result", lambda T: T.add(T.tensor([True, False]), T.tensor([True, False]), alpha=2),
+     ("bool", (2,), [True, False])),
+    ("int_alpha", lambda T: T.add(T.tensor([3, -4]), T.tensor([1, 2]), alpha=3),
+     ("int64", (2,), [6, 2])),
+    ("plain_add_saved_alpha",
+     lambda T: (T.ones(1, requires_grad=True) + 1).grad_fn._saved_alpha, 1),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name,f,expected", ALPHA_CHECK_CASES, ids=[c[0] for c in ALPHA_CHECK_CASES]
+)
+def test_alpha_is_checked_against_the_result_dtype(name, f, expected):
+    _like_pytorch(f, expected)
+
+
+SOFTMAX_0D_CASES = [  # (log, x, upstream, value, gradient)
+    (False, 1.0, 1.0, 1.0, 0.0),
+    (False, 1.0, inf, 1.0, nan),
+    (False, inf, 1.0, nan, nan),
+    (True, 1.0, nan, 0.0, nan),
+    (True, 1.0, -inf, 0.0, nan),
+    (True, 2.0, 3.0, 0.0, 0.0),
+]
+
+
+@pytest.mark.parametrize("create_graph", [False, True], ids=["fused", "create_graph"])
+@pytest.mark.parametrize("log,x,up,y,g", SOFTMAX_0D_CASES)
+def test_softmax_of_a_0d_tensor_is_the_one_element_formula(log, x, up, y, g, create_graph):
+    """A 0-d softmax is PyTorch's formula over one element, y * (g - g * y) (log_softmax:
+    g - exp(y) * g): NaN for a non-finite gradient (it was exact zeros), and a create_graph
+    gradient in the graph (it was a constant, so a second backward raised)."""
+
+    def f(T):
+        t = T.tensor(x, dtype=T.float64, requires_grad=True)
+        out = T.log_softmax(t, 0) if log else T.softmax(t, 0)
+        (gr,) = T.autograd.grad(out, [t], T.tensor(up, dtype=T.float64), create_graph=create_graph)
+        return out, gr, gr.requires_grad
+
+    _like_pytorch(f, [(F64, (), y), (F64, (), g), create_graph], rtol=0)
+
+
+MIXED_LAYOUT_CASES = [
+    ("expanded_pow", lambda T: T.ones(3, 1).expand(3, 3, -1) ** T.ones(1, 1, 1, dtype=T.float64),
+     (3, 1)),
+    # the expanded first operand is cast to a contiguous copy, which then decides: C order
+    ("expanded_first_sub", lambda T: T.ones(1, 1, 1).expand(1, 4, 3)
+     - T.ones(1, 3, 4, dtype=T.float64).mT, (3, 1)),
+    ("stepped_first_add", lambda T: T.ones(2, 3, 8)[..., ::2] + T.ones(2, 4, 3, dtype=T.float64).mT,
+     (12, 4, 1)),
+    ("permuted_mul", lambda T: T.ones(2, 3, 4).permute(2, 0, 1) * T.ones(4, 2, 3, dtype=T.float64),
+     (1, 12, 4)),
+    ("permuted_lerp", lambda T: T.lerp(T.ones(2, 3, 4).permute(2, 0, 1), T.ones(4, 2, 3),
+                                       T.tensor(0.5, dtype=T.float64)), (1, 12, 4)),
+    ("permuted_clamp", lambda T: T.clamp(T.ones(2, 3, 4).permute(2, 0, 1),
+                                         min=T.zeros(4, 2, 3, dtype=T.float64)), (1, 12, 4)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name,f,stride", MIXED_LAYOUT_CASES, ids=[c[0] for c in MIXED_LAYOUT_CASES]
+)
+def test_operands_of_another_dtype_are_cast_like_pytorch_before_the_layout(name, f, stride):
+    """An operand of another dtype is cast as PyTorch's ``to(dtype)`` casts it (a dense one
+    keeps its layout, an expanded or stepped one becomes contiguous) before the operands'
+    layouts decide the result's; numpy's astype kept an expanded array's stride order, which
+    then decided (size-1 dims' strides are not observable and not compared)."""
+    _like_pytorch(lambda T: tuple(st for st, n in zip(f(T).stride(), f(T).shape) if n > 1), stride)
+
+
+def _out_layout(T, op):
+    x = T.tensor([[[1.0, 2.0], [3.0, 4.0]]], dtype=T.float64).mT
+    o = T.zeros((0,), dtype=T.float64)
+    op(T, x, o)  # (the stride of a size-1 dim is not observable)
+    return tuple(st for st, n in zip(o.stride(), o.shape) if n > 1), o.tolist()
+
+
+OUT_LAYOUT_CASES = [
+    ("add", lambda T, x, o: T.add(x, T.tensor(1.0, dtype=T.float64), out=o),
+     ((1, 2), [[[2.0, 4.0], [3.0, 5.0]]])),
+    ("exp_log", lambda T, x, o: T.log(T.exp(x), out=o), ((1, 2), [[[1.0, 3.0], [2.0, 4.0]]])),
+    ("matmul_stays_contiguous", lambda T, x, o: T.matmul(x, x, out=o),
+     ((2, 1), [[[7.0, 15.0], [10.0, 22.0]]])),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,op,expected", OUT_LAYOUT_CASES, ids=[c[0] for c in OUT_LAYOUT_CASES])
+def test_an_empty_out_is_resized_with_the_results_layout(name, op, expected):
+    """An empty ``out=`` tensor is resized like PyTorch's iterator output: in the elementwise
+    result's layout (it was always C order)."""
+    _like_pytorch(lambda T: _out_layout(T, op), expected)
+
+
+def test_layer_norm_saves_its_bias_like_pytorch():
+    """NativeLayerNormBackward0 saves the bias: modifying it in place before backward raises
+    PyTorch's version error (the bias was not saved, so the backward ran); batch norm saves
+    no bias, so the same is fine there."""
+
+    def run(T, norm):
+        x = T.ones(2, 3, dtype=T.float64, requires_grad=True)
+        w = T.ones(3, dtype=T.float64, requires_grad=True)
+        b = T.ones(3, dtype=T.float64)
+        y = norm(T, x, w, b)
+        b.mul_(2)
+        try:
+            y.sum().backward()
+        except RuntimeError as e:
+            return "modified by an inplace operation" in str(e)
+        return False
+
+    ln = lambda T, x, w, b: T.nn.functional.layer_norm(x, (3,), w, b)  # noqa: E731
+    bn = lambda T, x, w, b: T.nn.functional.batch_norm(x, None, None, w, b, training=True)  # noqa: E731
+    _like_pytorch(lambda T: [run(T, ln), run(T, bn)], [True, False])

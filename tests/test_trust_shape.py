@@ -805,6 +805,56 @@ def test_matmul_errors(T, call, phrase):
         call(T, a)
 
 
+# -- issue 10 fuzz: shape ops and linear over empty tensors ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "shape, start, end, want",
+    [
+        ((1, 1, 0), 0, 1, (1, 0)),
+        ((2, 0, 3), 1, 2, (2, 0)),
+        ((0, 3), 0, -1, (0,)),
+        ((2, 0), 0, 1, (0,)),
+    ],
+)
+def test_flatten_of_an_empty_tensor_multiplies_the_sizes(T, shape, start, end, want):
+    """flatten wrote the merged size as -1, ambiguous over no elements ('cannot reshape tensor
+    of 0 elements into shape [-1, 0]')."""
+    x = T.zeros(shape, dtype=T.float64, requires_grad=True)
+    y = T.flatten(x, start, end)
+    assert tuple(y.shape) == want and y.grad_fn.name() == "ViewBackward0"
+    y.sum().backward()
+    assert tuple(x.grad.shape) == shape
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 0), (2, 1, 1, 0), (0,), (3, 0)])
+def test_linear_with_zero_in_features_is_the_bias(T, shape):
+    """A product over no in-features is 0, so linear gives the bias (the batched input was
+    reshaped with -1 over 0 elements and raised)."""
+    x = T.zeros(shape, requires_grad=True)
+    w = T.zeros((2, 0), requires_grad=True)
+    b = T.tensor([1.5, -2.0], requires_grad=True)
+    y = T.nn.functional.linear(x, w, b)
+    assert tuple(y.shape) == shape[:-1] + (2,)
+    assert np.array_equal(y.detach().numpy(), np.broadcast_to([1.5, -2.0], y.shape))
+    y.sum().backward()
+    assert tuple(x.grad.shape) == shape and tuple(w.grad.shape) == (2, 0)
+    assert b.grad.tolist() == [float(np.prod(shape[:-1]))] * 2
+
+
+def test_repeat_backward_of_an_empty_input_stays_in_the_graph(T):
+    """PyTorch's repeat_backward returns constant zeros only for a zero repeat; an empty input
+    still reshapes and sums, so a create_graph gradient requires grad (it was constant zeros,
+    and a second backward through it raised)."""
+    x = T.zeros((3, 0), dtype=T.float64, requires_grad=True)
+    (g,) = T.autograd.grad((x.repeat(2, 1, 3) ** 2).sum(), [x], create_graph=True)
+    assert tuple(g.shape) == (3, 0) and g.requires_grad
+    (g * g).sum().backward()
+    assert tuple(x.grad.shape) == (3, 0)
+    (g0,) = T.autograd.grad((x.repeat(0, 1) ** 2).sum(), [x], create_graph=True)
+    assert tuple(g0.shape) == (3, 0) and not g0.requires_grad
+
+
 # -- item 6: every shape/linalg op over a grid of edge inputs, against PyTorch --------------------
 #
 # Inputs: 0-dim, empty, size-1 dims, contiguous / transposed / stepped (non-contiguous) layouts;

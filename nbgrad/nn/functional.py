@@ -128,7 +128,8 @@ def linear(input, weight, bias=None):
         out = _matmul(input, weight.t())
         return out.add_(bias)
     lead = tuple(input.shape[:-1])  # contiguous: flattened through addmm (ViewBackward0)
-    out = _linear.addmm(input.reshape(-1, input.shape[-1]), weight, bias)
+    rows = math.prod(lead)  # not -1: ambiguous over zero in-features
+    out = _linear.addmm(input.reshape(rows, input.shape[-1]), weight, bias)
     return out.view(*lead, out.shape[-1])
 
 
@@ -294,6 +295,8 @@ def batch_norm(
     """Batch statistics in training (updating the running buffers in place with ``momentum``
     and the unbiased variance), running statistics in evaluation mode."""
     x = _tensor_arg(input, "batch_norm")
+    if not x._data.size:
+        return _norm.batch_norm_empty(x, weight, bias, training)
     mean, rstd = _norm.batch_norm_stats(
         x, running_mean, running_var, weight, bias, training, momentum, eps
     )
@@ -936,8 +939,12 @@ def binary_cross_entropy(
             "deprecated. Please ensure they have the same size."
             % (_size(target.shape), _size(x.shape))
         )
-    _float_arg(x, "binary_cross_entropy")
     _no_grad_arg(weight, "binary_cross_entropy", "weight")
+    if target.dtype is not x.dtype:  # PyTorch's kernel: same dtypes, checked before the rest
+        raise RuntimeError(
+            "Found dtype %s but expected %s" % (target.dtype._legacy, x.dtype._legacy)
+        )
+    _float_arg(x, "binary_cross_entropy")
     if weight is not None:
         np.broadcast_shapes(tuple(weight.shape), tuple(x.shape))
     return _loss.binary_cross_entropy(x, target, weight, reduction)
@@ -957,6 +964,18 @@ def binary_cross_entropy_with_logits(
     _float_arg(x, "binary_cross_entropy_with_logits")
     _no_grad_arg(weight, "binary_cross_entropy_with_logits", "weight")
     _no_grad_arg(pos_weight, "binary_cross_entropy_with_logits", "pos_weight")
+    # PyTorch computes (1 - target).mul_(input)...: the result takes the target's dtype, and a
+    # bool or integer target fails in those steps
+    if target.dtype is _dt.bool:
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+            "`^` or `logical_xor()` operator instead."
+        )
+    if not target.dtype.is_inexact:
+        raise RuntimeError(
+            "result type %s can't be cast to the desired output type %s"
+            % (_dt.result_type(x, target)._legacy, target.dtype._legacy)
+        )
     for t in (weight, pos_weight):
         if t is not None:
             np.broadcast_shapes(tuple(t.shape), tuple(x.shape))

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _flags, dtypes as _dt
 from .._fpstate import EXTOBJ as _EXTOBJ, IGNORE as _IGNORE, call_quiet as _call_quiet
-from .._tensor import Tensor
+from .._tensor import Tensor, _dense
 from ..autograd.graph import SavedOutput, SavedTensor, edge, next_seq
 from ..autograd.profiler import leaf_op
 from ..grad_mode import STATE
@@ -120,6 +120,16 @@ def any_strided(arrays):
     return False
 
 
+def cast(arr, npd):
+    """``arr`` in dtype ``npd`` laid out as PyTorch's ``tensor.to(dtype)`` (preserve_format): a
+    dense, non-overlapping array keeps its layout, any other (expanded, stepped) becomes
+    C-contiguous; the operands' layouts then decide the result's (TensorIterator casts them
+    first), where numpy's ``astype`` would keep an expanded array's stride order."""
+    if arr.flags.c_contiguous or _dense(arr):
+        return arr.astype(npd)
+    return arr.astype(npd, order="C")
+
+
 def pointwise_dtype(op, inputs):
     a = inputs[0]
     if len(inputs) == 1:
@@ -183,7 +193,7 @@ def pointwise(op, inputs, attrs=(), contiguous=False):
         if isinstance(x, Tensor):
             arr = x._data
             if arr.dtype != npd and name not in op.bool_args:
-                arr = arr.astype(npd)
+                arr = cast(arr, npd)
             arrays.append(arr)
             if x._requires_grad:
                 rg = True
@@ -207,8 +217,7 @@ def pointwise(op, inputs, attrs=(), contiguous=False):
         if not out.flags.c_contiguous:
             out = np.ascontiguousarray(out)
     elif out.ndim > 1 and any_strided(arrays):
-        # the operands' own strides: a dtype cast (astype, order K) may have reordered them
-        out = torch_layout(out, [x._data if isinstance(x, Tensor) else x for x in inputs])
+        out = torch_layout(out, arrays[: len(inputs)])  # the operands as ``cast`` left them
     if rg and STATE.enabled and op.differentiable and dt.is_inexact:
         t = op.record(out, inputs, attrs=(attrs, cd.name))
     else:
@@ -241,12 +250,12 @@ def binary(op, a, b):
     npd = cd.np
     xa = a._data
     if xa.dtype != npd:
-        xa = xa.astype(npd)
+        xa = cast(xa, npd)
     xb = b
     if bt is not None:
         xb = b._data
         if xb.dtype != npd:
-            xb = xb.astype(npd)
+            xb = cast(xb, npd)
     k = op._cache.get((cd, False))
     if k is None:
         k = _kernel(op, cd, False)
@@ -262,7 +271,7 @@ def binary(op, a, b):
     if out.dtype != dt.np:
         out = out.astype(dt.np)
     if bt is not None and xa.ndim > 1 and not xa.flags.c_contiguous:
-        out = torch_layout(out, (a._data, b._data))  # numpy resolves it otherwise
+        out = torch_layout(out, (xa, xb))  # a layout conflict numpy resolves differently
     if (
         (a._requires_grad or (bt is not None and bt._requires_grad))
         and STATE.enabled
@@ -313,7 +322,7 @@ def unary(op, a):
     cd = _dt.float32 if dt is _dt.float16 else dt
     xa = a._data
     if xa.dtype != cd.np:
-        xa = xa.astype(cd.np)
+        xa = cast(xa, cd.np)
     k = op._cache.get((cd, False))
     if k is None:
         k = _kernel(op, cd, False)

@@ -320,7 +320,13 @@ def pointwise_vjp(op, node, grads):
                 kern, params = kp
                 for n in params:
                     if n not in values:  # saved for this input's partial (OpDef.saves_of)
-                        values[n] = node.array(n)
+                        v = node.array(n)
+                        # an input of another dtype (float64 0-d with float32, int with
+                        # float) is cast to the compute dtype like the forward cast it: the
+                        # ufunc has one signature and numpy will not down-cast on its own
+                        if type(v) is np.ndarray and v.dtype != npd and n not in part.param_types:
+                            v = v.astype(npd)
+                        values[n] = v
                 r = kern(*[values[n] for n in params])
                 if type(r) is not np.ndarray:
                     r = np.asarray(r)

@@ -16,6 +16,7 @@ import numpy as np
 from .. import dtypes as _dt
 from .._tensor import Tensor, _wrap_dim
 from ..autograd.batching import BATCH, batched, lead
+from ..creation import _alloc
 from ..kernels.cpu import index as K
 from .dispatch import broadcast_error, iter_perm, with_perm
 from .registry import FUNCTION, INPLACE, METHOD, internal_op, node_class, op, record
@@ -494,7 +495,10 @@ def index_put(x, idx, value):
 
 
 def _check_index_tensor(index, fn):
-    if not isinstance(index, Tensor) or index._dtype not in (_dt.int64, _dt.int32):
+    """PyTorch's scatter_gather_dtype_check: the dtype of an empty index is not checked."""
+    if not isinstance(index, Tensor) or (
+        index._dtype not in (_dt.int64, _dt.int32) and index._data.size
+    ):
         raise RuntimeError("%s(): Expected dtype int32/int64 for index" % fn)
 
 
@@ -513,7 +517,7 @@ def _read_index(node, name, shape):
     tensor whose data was replaced through ``.data`` by one of another shape or dtype is
     refused rather than read out of bounds."""
     a = node.array(name)
-    if a.shape != shape or a.dtype.kind not in "iu":
+    if a.shape != shape or (a.dtype.kind not in "iu" and a.size):
         raise RuntimeError(
             "the index tensor saved for %s was replaced after the forward (now shape %s, "
             "dtype %s; it was shape %s)" % (node.name(), list(a.shape), a.dtype, list(shape))
@@ -522,7 +526,10 @@ def _read_index(node, name, shape):
 
 
 def _gather_lin(shape, dim, index):
-    """Flat positions in an array of ``shape`` that gather(dim, index) reads (index checked)."""
+    """Flat positions in an array of ``shape`` that gather(dim, index) reads (index checked);
+    an empty index (of any rank and dtype: PyTorch checks neither) reads nothing."""
+    if not index.size:
+        return np.zeros(index.shape, np.int64)
     shape, ishape = _nd(shape), _nd(index.shape)
     sl = tuple(slice(None) if k == dim else slice(0, n) for k, n in enumerate(ishape))
     return np.take_along_axis(_lin(shape)[sl], index.reshape(ishape).astype(np.int64), dim)
@@ -542,9 +549,13 @@ def _gather_vjp(node, grads):
 
 @op("gather", "indexing", node="GatherBackward0", vjp=_gather_vjp, variants=FM, kernels=CPU)
 def gather(input, dim, index, *, sparse_grad=False):
-    _check_index_tensor(index, "gather")
-    shape, ishape = input._data.shape, index._data.shape
+    shape = input._data.shape
     d = _wrap_dim(dim, len(shape))
+    _check_index_tensor(index, "gather")
+    ishape = index._data.shape
+    if not index._data.size:  # PyTorch checks no rank nor size of an empty index
+        arr = _alloc(np.empty, ishape, input._dtype)  # PyTorch's contiguous strides
+        return gather.op.record(arr, (input,), attrs=(shape, d, ishape), saved={"index": index})
     _check_dims(index, input, "input tensor")
     for k, (ni, n) in enumerate(zip(_nd(ishape), _nd(shape))):
         if k != d and ni > n:
@@ -578,15 +589,22 @@ def _scatter_vjp(node, grads):
     return (gi, gs)
 
 
-def _scatter_impl(input, dim, index, src, add, opdef, fn):
-    _check_index_tensor(index, fn)
-    shape, ishape = input._data.shape, index._data.shape
+def _scatter_impl(input, dim, index, src, add, opdef):
+    shape = input._data.shape
     d = _wrap_dim(dim, len(shape))
-    _check_dims(index, input, "self tensor")
+    # PyTorch's scatter_gather_dtype_check (named "scatter" for scatter_add too), then its
+    # shape checks, which an empty index skips
+    _check_index_tensor(index, "scatter")
     is_src = isinstance(src, Tensor)
-    if is_src:
-        _check_dims(index, src, "src tensor")
-    for k, ni in enumerate(_nd(ishape)):
+    if is_src and src._dtype is not input._dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    ishape = index._data.shape
+    empty = not index._data.size
+    if not empty:
+        _check_dims(index, input, "self tensor")
+        if is_src:
+            _check_dims(index, src, "src tensor")
+    for k, ni in enumerate(() if empty else _nd(ishape)):
         if (k != d and ni > _nd(shape)[k]) or (is_src and ni > _nd(src._data.shape)[k]):
             msg = "Expected index %s to be no larger than self %s apart from dimension %d" % (
                 list(ishape),
@@ -597,14 +615,14 @@ def _scatter_impl(input, dim, index, src, add, opdef, fn):
                 msg += " and to be no larger size than src %s" % list(src._data.shape)
             raise RuntimeError(msg)
     _check_gather_index(index._data, shape, d)
-    if is_src:
-        sl = tuple(slice(0, n) for n in _nd(ishape))
-        vals = src._data.reshape(_nd(src._data.shape))[sl].astype(input._data.dtype)
-    else:
-        vals = np.full(_nd(ishape), src, input._data.dtype)
-    lin = _gather_lin(shape, d, index._data)
     out = input._data.copy()
-    K.scatter_flat(out.reshape(-1), lin, vals, add)
+    if not empty:
+        if is_src:
+            sl = tuple(slice(0, n) for n in _nd(ishape))
+            vals = src._data.reshape(_nd(src._data.shape))[sl]
+        else:
+            vals = np.full(_nd(ishape), src, input._data.dtype)
+        K.scatter_flat(out.reshape(-1), _gather_lin(shape, d, index._data), vals, add)
     # scatter's self gradient needs the index; scatter_add's only the src gradient does
     keep = not add or (is_src and src._requires_grad)
     saved = {"index": index} if keep else None
@@ -633,7 +651,7 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
         return scatter_add(input, dim, index, src)
     if src is None:
         src = value
-    return _scatter_impl(input, dim, index, src, False, scatter.op, "scatter")
+    return _scatter_impl(input, dim, index, src, False, scatter.op)
 
 
 @op(
@@ -645,7 +663,7 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     kernels=CPU,
 )
 def scatter_add(input, dim, index, src):
-    return _scatter_impl(input, dim, index, src, True, scatter_add.op, "scatter_add")
+    return _scatter_impl(input, dim, index, src, True, scatter_add.op)
 
 
 def _index_select_vjp(node, grads):

@@ -331,6 +331,28 @@ binary("add", "x + y", "1", "1", "AddBackward0", numpy=np.add)
 binary("sub", "x - y", "1", "-1", "SubBackward0", numpy=np.subtract, aliases=("subtract",))
 binary("rsub", "y - x", "-1", "1", "RsubBackward1", variants=(FUNCTION,))
 binary("rsub.Tensor", "y - x", "-1", "1", "RsubBackward0", variants=NONE)  # rsub(x, tensor)
+# add/sub with alpha != 1: PyTorch's one node (AddBackward0/SubBackward0, _saved_alpha) over one
+# kernel x + alpha * y, not a MulBackward0 in front of y
+binary(
+    "add.alpha",
+    "x + alpha * y",
+    "1",
+    "alpha",
+    "AddBackward0",
+    attrs=("alpha",),
+    attr_defaults={"alpha": 1},
+    variants=NONE,
+)
+binary(
+    "sub.alpha",
+    "x - alpha * y",
+    "1",
+    "-alpha",
+    "SubBackward0",
+    attrs=("alpha",),
+    attr_defaults={"alpha": 1},
+    variants=NONE,
+)
 binary("mul", "x * y", "y", "x", "MulBackward0", numpy=np.multiply, aliases=("multiply",))
 binary(
     "div",
@@ -409,13 +431,24 @@ REMAINDER_NO_COMPLEX = no_complex("\"remainder_cpu\" not implemented for '%s'")
 # PyTorch's remainder: fmod, moved by y where its sign differs from y's (x - floor(x / y) * y
 # is wrong where x / y rounds to an integer: 1 % 0.1 would be -5.6e-17)
 REMAINDER = "where((fmod(x, y) != 0) & ((y < 0) != (fmod(x, y) < 0)), fmod(x, y) + y, fmod(x, y))"
+
+
+def _remainder(x, y):
+    """REMAINDER in numpy, bitwise PyTorch's: a zero result keeps x's sign (numpy's remainder
+    gives it y's: -2 % 1 is 0.0 there, -0.0 in PyTorch); integers: numpy's floor modulo."""
+    if np.result_type(x, y).kind != "f":
+        return np.remainder(x, y)
+    mod = np.fmod(x, y)
+    return np.where((mod != 0) & ((np.asarray(y) < 0) != (mod < 0)), mod + y, mod)
+
+
 unary(
     "remainder",
     REMAINDER,
     "1",
     "RemainderBackward0",
     attrs=("y",),
-    numpy=np.remainder,  # bitwise PyTorch's (the formula: for the CUDA kernels)
+    numpy=_remainder,  # (the formula: for the CUDA kernels)
     numpy_attrs=True,
     **REMAINDER_NO_COMPLEX,
 )
@@ -426,7 +459,7 @@ binary(
     "-floor_divide(x, y)",
     "RemainderBackward1",
     **REMAINDER_NO_COMPLEX,
-    numpy=np.remainder,
+    numpy=_remainder,
     domain_y=(0.5, 3),
     variants=NONE,
 )

@@ -18,6 +18,7 @@ from .dispatch import (
     broadcast_error,
     needs_grad,
     pointwise,
+    pointwise_dtype,
     torch_layout,
     unary,
 )
@@ -175,12 +176,34 @@ def round(input, *, decimals=None, out=None):  # noqa: A001
     )
 
 
+def _alpha_check(input, other, alpha):
+    """PyTorch's alpha_check against the result dtype of add/sub; alpha as the kernel takes it
+    (a bool for a bool result: True + 2 * True is True)."""
+    dt = _dt.result_type(input, other)
+    if isinstance(alpha, bool) and dt is not _dt.bool:
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if not dt.is_inexact and not isinstance(alpha, numbers.Integral):
+        raise RuntimeError(
+            "For integral input tensors, argument alpha must not be a floating point number."
+        )
+    if not dt.is_complex and isinstance(alpha, complex):
+        raise RuntimeError(
+            "For non-complex input tensors, argument alpha must not be a complex number."
+        )
+    return bool(alpha) if dt is _dt.bool else alpha
+
+
 @implements("add")
 def add(input, other, *, alpha=1, out=None):
     if alpha == 1 and out is None and isinstance(input, Tensor):
         return binary(R["add"], input, other)
     other = _operand(other)
     if alpha != 1:
+        if isinstance(input, Tensor):
+            alpha = _alpha_check(input, other, alpha)
+            if isinstance(other, Tensor):  # one AddBackward0 (PyTorch's), no MulBackward0
+                res = pointwise(R["add.alpha"], (input, other), (alpha,))
+                return write_out(res, out, "add", inputs=(input, other))
         other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
     if not isinstance(input, Tensor):
         input = _operand(input)
@@ -200,10 +223,13 @@ def sub(input, other, *, alpha=1, out=None):
             "supported. Use the `^` or `logical_xor()` operator instead."
         )
     if alpha != 1:
-        other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
-    return write_out(
-        pointwise(R["sub"], (_t(input, "sub"), other)), out, "sub", inputs=(input, other)
-    )
+        alpha = _alpha_check(_t(input, "sub"), other, alpha)
+        if isinstance(other, Tensor):  # one SubBackward0 (PyTorch's), no MulBackward0
+            res = pointwise(R["sub.alpha"], (input, other), (alpha,))
+            return write_out(res, out, "sub", inputs=(input, other))
+        other = other * alpha
+    res = pointwise(R["sub"], (_t(input, "sub"), other))
+    return write_out(res, out, "sub", inputs=(input, other))
 
 
 @implements("rsub")
@@ -396,19 +422,30 @@ def remainder(input, other, *, out=None):
 
 @implements("lerp")
 def lerp(input, end, weight, *, out=None):
+    # PyTorch's lerp takes no type promotion: end, and a weight tensor of one dimension or
+    # more, must have the input's dtype (a 0-d weight is promoted like a scalar)
+    if isinstance(input, Tensor):
+        for name, t in (("end", end), ("weight", weight)):
+            if (
+                isinstance(t, Tensor)
+                and t._dtype is not input._dtype
+                and (name == "end" or t._data.ndim)
+            ):
+                raise RuntimeError(
+                    "expected dtype %s for `%s` but got dtype %s"
+                    % (input._dtype.c_name, name, t._dtype.c_name)
+                )
     if isinstance(weight, Tensor):
-        return write_out(
-            pointwise(R["lerp.Tensor"], (input, end, weight)),
-            out,
-            "lerp",
-            inputs=(input, end, weight),
-        )
-    return write_out(
-        pointwise(R["lerp"], (input, end), (float(weight),)),
-        out,
-        "lerp",
-        inputs=(input, end, weight),
-    )
+        opdef, inputs, attrs, kernel = R["lerp.Tensor"], (input, end, weight), (), "tensor"
+    else:
+        opdef, inputs, attrs, kernel = R["lerp"], (input, end), (float(weight),), "scalar"
+    if isinstance(input, Tensor):
+        dt = pointwise_dtype(opdef, inputs)
+        if not dt.is_inexact:
+            raise NotImplementedError(
+                "\"lerp_kernel_%s\" not implemented for '%s'" % (kernel, dt._legacy)
+            )
+    return write_out(pointwise(opdef, inputs, attrs), out, "lerp", inputs=(input, end, weight))
 
 
 @implements("where")

@@ -697,14 +697,18 @@ def cumsum(input, dim, *, dtype=None):
         x3 = to3d(a, (d,))
         o3 = np.empty_like(x3)
         if x3.size:
-            K.cumsum_fwd_cpu(x3, o3)
+            # PyTorch's CPU accumulator (acc_type): double for float32, complex<double> for
+            # complex64; each partial sum is rounded to the result dtype on its own
+            acc = {np.float32: np.float64, np.complex64: np.complex128}.get(a.dtype.type)
+            K.cumsum_fwd_cpu(x3, o3, (acc or a.dtype.type)(0))
         keep = [k for k in range(a.ndim) if k != d]
         if x3.shape[2] == 1 and keep != list(range(a.ndim - 1)):
             r = o3.reshape([a.shape[k] for k in keep] + [a.shape[d]])
             r = np.moveaxis(r, -1, d)
         else:
             r = o3.reshape(a.shape)
-    r = np.asarray(r, order="C").astype(od.np, copy=False)  # (a 0-d result stays 0-d)
+    with np.errstate(over="ignore"):  # float16 partial sums beyond its range: inf, quietly
+        r = np.asarray(r, order="C").astype(od.np, copy=False)  # (a 0-d result stays 0-d)
     return cumsum.op.record(r, (x,), attrs=(d,))
 
 

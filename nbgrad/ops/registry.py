@@ -131,6 +131,8 @@ class OpDef:
         # PyTorch's names for them on the node (``_saved_self``, ``_saved_exponent``, ...)
         names = hints.pop("saved_names", None)
         double = hints.pop("double", None)
+        # an attribute a node of this class may lack (plain add's alpha): its value then
+        defaults = hints.pop("attr_defaults", None)
         for cls in self.nodes.values():
             if double is not None:
                 cls._double = double
@@ -138,8 +140,10 @@ class OpDef:
             cls._declared_saves = cls._declared_saves.union(*declared)
             if names is not None:
                 cls._torch_names = names
-            if kind == "pointwise":
+            if kind == "pointwise" and (self.attrs or not cls._attr_names):
                 cls._attr_names = self.attrs
+            if defaults:
+                cls._attr_defaults = dict(cls._attr_defaults, **defaults)
 
     def __repr__(self):
         return "OpDef(%r)" % self.name
@@ -370,8 +374,13 @@ def write_out(res, out, name, inputs=()):
             "differentiation, but one of the arguments requires grad." % name
         )
     if out._data.shape != res._data.shape:
-        if out._data.size == 0:
-            out._data = np.empty(res._data.shape, out._data.dtype)
+        if out._data.size == 0:  # resized with the result's layout, as PyTorch's iterator
+            r = res._data
+            perm = list(range(r.ndim))
+            if r.size and not r.flags.c_contiguous:  # dims outermost first, by stride
+                perm.sort(key=lambda d: -abs(r.strides[d]))
+            arr = np.empty([r.shape[d] for d in perm], out._data.dtype)
+            out._data = arr.transpose(np.argsort(perm)) if perm != sorted(perm) else arr
         else:
             raise RuntimeError(
                 "output with shape %s doesn't match the broadcast shape %s"
@@ -391,6 +400,7 @@ class FnNode(Node):
     _declared_saves = frozenset()  # names any node of this class may save (else: None)
     _torch_names = {"self": "x", "other": "y", "result": "out"}  # _saved_<torch name> -> ours
     _attr_names = ()  # a pointwise node's scalar attributes (node.attrs[0]), by name
+    _attr_defaults = {}  # values of those a node of another overload does not carry
 
     _double = None  # NOTE [backward nodes]: zeros? or (zeros?, double-backward node name)
 
@@ -421,7 +431,12 @@ class FnNode(Node):
             cls = type(self)
             key = cls._torch_names.get(item[7:], item[7:])
             if key in cls._attr_names:
-                return object.__getattribute__(self, "attrs")[0][cls._attr_names.index(key)]
+                vals = object.__getattribute__(self, "attrs")[0]
+                i = cls._attr_names.index(key)
+                if i < len(vals):
+                    return vals[i]
+                if key in cls._attr_defaults:
+                    return cls._attr_defaults[key]
             saved = object.__getattribute__(self, "saved")
             if saved is None:
                 if object.__getattribute__(self, "_released"):

@@ -327,7 +327,8 @@ def flatten(input, start_dim=0, end_dim=-1):
     if s == e:
         return input
     shape = input._data.shape
-    return reshape(input, shape[:s] + (-1,) + shape[e + 1 :])
+    n = int(np.prod(shape[s : e + 1], dtype=np.int64))  # not -1: ambiguous over 0 elements
+    return reshape(input, shape[:s] + (n,) + shape[e + 1 :])
 
 
 @op("unflatten", "shape", variants=FM, jvp=LINEAR)
@@ -1029,7 +1030,7 @@ def _repeat_vjp(node, grads):
     shape, reps = node.attrs
     g = grads[0]
     b = lead(g)
-    if 0 in reps or 0 in shape:  # PyTorch's repeat_backward: zeros (and nothing to sum)
+    if 0 in reps:  # PyTorch's repeat_backward: zeros (an empty input still sums, in a graph)
         return (zeros(b + tuple(shape), dtype=g.dtype),)
     full = (1,) * (len(reps) - len(shape)) + tuple(shape)
     # (r0, s0, r1, s1, ...) then sum the repeat axes

@@ -392,6 +392,8 @@ OP_DB = _unary_entries() + [
         gradgrad=False,
     ),
     OpInfo("rsub.Tensor", lambda T, x, y: T.rsub(x, y), lambda x, y: y - x, BIN[:2]),
+    OpInfo("add.alpha", lambda T, x, y: T.add(x, y, alpha=2.5), lambda x, y: x + 2.5 * y, BIN[:2]),
+    OpInfo("sub.alpha", lambda T, x, y: T.sub(x, y, alpha=-0.5), lambda x, y: x + 0.5 * y, BIN[:2]),
     OpInfo(
         "div.floor",
         lambda T, x, y: T.div(x, y, rounding_mode="floor"),

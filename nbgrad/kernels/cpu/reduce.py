@@ -123,11 +123,14 @@ def var_fwd_cpu(x, out, correction):
 
 
 @njit(**JIT)
-def cumsum_fwd_cpu(x, out):
+def cumsum_fwd_cpu(x, out, zero):
+    """PyTorch's running sum: an accumulator of ``zero``'s type (its CPU acc_type: float64 for
+    float32) starting at 0 (0 + -inf is -inf, 0 + -0.0 is 0.0), each partial sum rounded into
+    ``out``."""
     outer, n, inner = x.shape
     for o in range(outer):
         for i in range(inner):
-            acc = x[o, 0, i] - x[o, 0, i]
+            acc = zero
             for k in range(n):
                 acc += x[o, k, i]
                 out[o, k, i] = acc
@@ -140,8 +143,9 @@ def logsumexp_fwd_cpu(x, out):
         for i in range(inner):
             m = x[o, 0, i]
             for k in range(1, n):
-                if x[o, k, i] > m:
-                    m = x[o, k, i]
+                v = x[o, k, i]
+                if v > m or v != v:  # PyTorch's amax: NaN wins, so [nan, inf] gives nan
+                    m = v
             if m == np.inf or m == -np.inf:
                 out[o, i] = m
                 continue

@@ -21,9 +21,11 @@ _make = Tensor._make
 
 
 def _reduce_scale(reduction, n):
+    """The gradient scale of a reduction over ``n`` elements (a mean over none: NaN, as
+    PyTorch's ``grad / numel``; it scales an empty gradient, so nothing shows)."""
     if reduction != "mean":
         return 1.0
-    return 1.0 / n if n else float("nan")  # the mean of nothing: an empty gradient anyway
+    return 1.0 / n if n else math.nan
 
 
 def _reduced(out, total, reduction, n, dtype):
@@ -327,7 +329,7 @@ def cross_entropy(x, target, weight=None, ignore_index=-100, reduction="mean", l
 def _bce_fused_grads(node, g, kernel, extra):
     reduction, n = node.attrs[0], node.attrs[1]
     x, t = node.unpack("x"), node.unpack("t")
-    cd = compute_dtype(g._dtype)
+    cd = compute_dtype(_dt.result_type(g, x, t))  # (bce_with_logits: t may be wider than x)
     gx = np.empty(x.shape, cd)
     gt = np.empty(x.shape, cd)
     kernel(
@@ -422,8 +424,10 @@ def _bcel_vjp(node, grads):
     kernels=CPU,
 )
 def binary_cross_entropy_with_logits(x, t, weight=None, pos_weight=None, reduction="mean"):
-    """Logits ``x``; ``weight`` and ``pos_weight`` broadcast to ``x``."""
-    cd = compute_dtype(x._dtype)
+    """Logits ``x``; ``weight`` and ``pos_weight`` broadcast to ``x``.  The result has the
+    (floating) target's dtype, as PyTorch's in-place steps on ``1 - target`` give it; the
+    maths runs in the promoted dtype of ``x`` and ``t``."""
+    cd = compute_dtype(_dt.result_type(x, t))
     shape = tuple(x.shape)
     wa = _bcast_arr(weight, shape, cd)
     pwa = _bcast_arr(pos_weight, shape, cd)
@@ -431,7 +435,7 @@ def binary_cross_entropy_with_logits(x, t, weight=None, pos_weight=None, reducti
     total = KL.bcel_fwd_cpu(
         carray(x, cd).reshape(-1), carray(t, cd).reshape(-1), wa, pwa, out.reshape(-1)
     )
-    res = _reduced(out, total, reduction, out.size, cd).astype(x._dtype.np, copy=False)
+    res = _reduced(out, total, reduction, out.size, cd).astype(t._dtype.np, copy=False)
     return binary_cross_entropy_with_logits.op.record(
         res, (x, t), saved={"w": wa, "pw": pwa}, attrs=(reduction, out.size)
     )

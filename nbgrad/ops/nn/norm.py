@@ -1,6 +1,7 @@
 """layer_norm and batch_norm over kernels/cpu/norm.py: fused forward and backward kernels,
 and the same gradients from nbgrad ops when a graph is being built (double backward)."""
 
+import math
 import numbers
 
 import numpy as np
@@ -45,22 +46,30 @@ def _ln_vjp(node, grads):
     k, eps, M, N = node.attrs
     x = node.unpack("x")
     w = node.unpack("w") if node.saved.get("w") is not None else None
+    if node.saved.get("b") is not None:  # PyTorch saves the bias too: version-checked
+        node.unpack("b")
     if not STATE.enabled:
         return _fused_ln_grads(node, g, x, w, k, M, N)
+    # the fused kernel's formula (PyTorch's, NOTE [normalisation formula order]) from
+    # differentiable ops: same values and NaN/Inf pattern, and a graph for double backward
     dims = tuple(range(x.ndim - k, x.ndim))
     lead = tuple(range(x.ndim - k))
     mu = x.mean(dims, keepdim=True)
     xc = x - mu
-    rstd = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
-    xhat = xc * rstd
-    gxh = g * w if w is not None else g
+    a = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
     gx = gw = gb = None
     if needs(node, 0):
-        gx = rstd * (
-            gxh - gxh.mean(dims, keepdim=True) - xhat * (gxh * xhat).mean(dims, keepdim=True)
-        )
+        scale = 1.0 / N if N else math.inf  # (N = 0: nothing to scale)
+        gxw = g * x * w if w is not None else g * x
+        gw_ = g * w if w is not None else g
+        ds = gxw.sum(dims, keepdim=True)
+        db = gw_.sum(dims, keepdim=True)
+        b = (db * mu - ds) * a * a * a * scale
+        c = -b * mu - db * a * scale
+        gx = (a * g * w if w is not None else a * g) + b * x + c
     if needs(node, 1):
-        gw = (g * xhat).sum(lead) if lead else g * xhat
+        t = g * (a * x + (-a * mu))
+        gw = t.sum(lead) if lead else t
     if needs(node, 2):
         gb = g.sum(lead) if lead else g * 1
     return gx, gw, gb
@@ -104,7 +113,7 @@ def _check_layer_norm(x, normalized_shape, w, b):
     vjp=_ln_vjp,
     double=False,  # NOTE [backward nodes]
     args=("x", "w", "b"),
-    saves=("x", "w"),
+    saves=("x", "w", "b"),
     kernels=CPU,
 )
 def layer_norm(x, normalized_shape, w=None, b=None, eps=1e-5):
@@ -165,29 +174,44 @@ def _bn_vjp(node, grads):
     C = shape3[1]
     dims = (0,) + tuple(range(2, x.ndim))
     bshape = (1, C) + (1,) * (x.ndim - 2)
+    # the fused kernel's formula (PyTorch's, NOTE [normalisation formula order]) from
+    # differentiable ops; in training the statistics are functions of x (double backward)
     if training:
         mu = x.mean(dims, keepdim=True)
         xc = x - mu
         r = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
     else:
-        xc = x - _make(mean.reshape(bshape).astype(x._data.dtype))
+        mu = _make(mean.reshape(bshape).astype(x._data.dtype))
+        xc = x - mu
         r = _make(rstd.reshape(bshape).astype(x._data.dtype))
-    xhat = xc * r
     wb = w.reshape(bshape) if w is not None else None
+    sg = g.sum(dims, keepdim=True)
+    dotp = (xc * g).sum(dims, keepdim=True)
     gx = gw = gb = None
     if needs(node, 0):
-        gxh = g * wb if wb is not None else g
         if training:
-            gx = r * (
-                gxh - gxh.mean(dims, keepdim=True) - xhat * (gxh * xhat).mean(dims, keepdim=True)
-            )
+            n = shape3[0] * shape3[2]
+            gx = (g - sg / n - xc * (dotp * r * r / n)) * r
         else:
-            gx = gxh * r
+            gx = g * r
+        if wb is not None:
+            gx = gx * wb
     if needs(node, 1):
-        gw = (g * xhat).sum(dims)
+        gw = (dotp * r).reshape(C)
     if needs(node, 2):
-        gb = g.sum(dims)
+        gb = sg.reshape(C)
     return gx, gw, gb
+
+
+def _verify_batch_size(x):
+    """F.batch_norm's check in training: more than one value per channel (sizes other than
+    dim 1 multiplied, so a channel-less input is no division by zero)."""
+    shape = tuple(x.shape)
+    if shape and int(np.prod(shape[:1] + shape[2:])) == 1:
+        raise ValueError(
+            "Expected more than 1 value per channel when training, got input "
+            "size %s" % size_str(x.shape)
+        )
 
 
 def _check_batch_norm(x, running_mean, running_var, w, b, training):
@@ -204,15 +228,37 @@ def _check_batch_norm(x, running_mean, running_var, w, b, training):
         if t is not None and t.numel() != C:
             raise RuntimeError("%s should contain %d elements not %d" % (name, C, t.numel()))
     if training:
-        if x.numel() // C == 1:
-            raise ValueError(
-                "Expected more than 1 value per channel when training, got input "
-                "size %s" % size_str(x.shape)
-            )
+        _verify_batch_size(x)
     elif running_mean is None:
         raise RuntimeError("running_mean must be defined in evaluation mode")
     elif running_var is None:
         raise RuntimeError("running_var must be defined in evaluation mode")
+
+
+def _bn_fast_layout(x, w, b):
+    """Whether PyTorch's batch norm takes its contiguous kernel: the input contiguous in the
+    default memory format, or channels-last (4-D) / channels-last-3d (5-D), and the
+    parameters contiguous (size-1 dims' strides do not count, in numpy's flags as in torch)."""
+    a = x._data
+    nd = a.ndim
+    fast = a.flags.c_contiguous or (
+        nd in (4, 5) and np.transpose(a, (0, *range(2, nd), 1)).flags.c_contiguous
+    )
+    return fast and all(t is None or t._data.flags.c_contiguous for t in (w, b))
+
+
+def batch_norm_empty(x, w, b, training):
+    """PyTorch's batch norm of an input with no elements: no statistics, no checks of the
+    other arguments' sizes, running buffers untouched, and the result ``x.clone()`` times
+    ``w[0]`` plus ``b[0]`` (so the parameters still get (zero) gradients), those ops' nodes."""
+    if training:
+        _verify_batch_size(x)
+    out = x.clone()
+    if w is not None:
+        out = out * w[0]
+    if b is not None:
+        out = out + b[0]
+    return out
 
 
 def batch_norm_stats(x, running_mean, running_var, w, b, training, momentum, eps):
@@ -253,14 +299,18 @@ def batch_norm_stats(x, running_mean, running_var, w, b, training, momentum, eps
     kernels=CPU,
 )
 def batch_norm(x, w, b, mean, rstd, training, eps):
-    """``(x - mean) * rstd * w + b`` per channel (dim 1), statistics from ``batch_norm_stats``."""
+    """``(x - mean) * rstd * w + b`` per channel (dim 1), statistics from ``batch_norm_stats``,
+    in the order PyTorch's kernel for the input's layout uses (NOTE [normalisation formula
+    order]): ``x * alpha + beta`` for a contiguous (or channels-last) input and parameters,
+    its generic ``((x - mean) * rstd) * w + b`` otherwise."""
     C = x.shape[1]
     shape3 = (x.shape[0], C, int(np.prod(x.shape[2:])))
     cd = compute_dtype(x._dtype)
     wa = carray(w, cd) if w is not None else np.ones(C, cd)
     ba = carray(b, cd) if b is not None else np.zeros(C, cd)
     y = np.empty(shape3, cd)
-    KN.batch_norm_fwd_cpu(carray(x, cd).reshape(shape3), mean, rstd, wa, ba, y)
+    kernel = KN.batch_norm_fwd_cpu if _bn_fast_layout(x, w, b) else KN.batch_norm_fwd_generic_cpu
+    kernel(carray(x, cd).reshape(shape3), mean, rstd, wa, ba, y)
     return batch_norm.op.record(
         y.reshape(x.shape).astype(x._dtype.np, copy=False),
         (x, w, b),
