@@ -179,7 +179,7 @@ def test_out_of_order_returns_every_batch():
 
         def __getitem__(self, i):
             if i == 0:
-                time.sleep(0.3)
+                time.sleep(0.4)
             return i
 
     got = [b.tolist() for b in DataLoader(Slow(), batch_size=1, num_workers=2, in_order=False)]
@@ -431,6 +431,8 @@ def test_timeout():
     assert no_children()
     with pytest.raises(ValueError, match="timeout option should be non-negative"):
         DataLoader(Sleepy(), num_workers=1, timeout=-1)
+    with pytest.raises(AssertionError, match="requires timeout == 0"):  # as PyTorch
+        iter(DataLoader(Sleepy(), timeout=1))
 
 
 class Killer(Dataset):
@@ -565,6 +567,9 @@ def test_multiprocessing_context_options():
         DataLoader(ds, prefetch_factor=2)
     with pytest.raises(ValueError, match="persistent_workers option needs num_workers > 0"):
         DataLoader(ds, persistent_workers=True)
+    with pytest.raises(AssertionError, match="prefetch_factor must be greater than 0"):
+        iter(DataLoader(ds, num_workers=1, prefetch_factor=0))  # PyTorch's check, on iter()
+    assert no_children()
 
 
 def test_spawn_context():
