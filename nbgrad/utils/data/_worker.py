@@ -4,8 +4,8 @@ Each worker seeds Python's ``random``, nbgrad's default generator (with ``base_s
 worker_id``) and numpy's legacy global generator (with ``_generate_state``), publishes its
 ``WorkerInfo`` for ``get_worker_info()``, runs ``worker_init_fn(worker_id)`` and then serves
 ``(task index, sampler index)`` pairs from its index queue: each batch is fetched and collated
-in the worker and put on the shared result queue, pickled (a tensor travels as its bytes in one
-numpy buffer).  An exception travels as an ``ExceptionWrapper`` that the main process re-raises
+in the worker and put on the shared result queue, pickled (a plain tensor travels as its numpy
+array, a large one in shared memory: ``_reduce_tensor_for_transport``).  An exception travels as an ``ExceptionWrapper`` that the main process re-raises
 with the worker's traceback.  ``None`` on the index queue ends the worker.
 """
 
