@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 
-from . import _flags, creation, dtypes as _dt, random as _random
+from . import _flags, creation, cuda as _cuda_mod, dtypes as _dt, random as _random
 from ._tensor import Tensor
 from .autograd.dual import set_tangent, tangent_of
 from .autograd.inplace import check_inplace, inplace, setitem
@@ -296,6 +296,73 @@ def cuda(self, device=None, non_blocking=False):
 
 
 Tensor.cuda = cuda
+
+
+# Pinned (page-locked) host memory, PyTorch's Tensor.pin_memory / is_pinned.  Without an
+# accelerator PyTorch raises on pin_memory() and answers False to is_pinned(); with CUDA (numba
+# finds a GPU) nbgrad copies into memory from cuMemHostAlloc (numba.cuda.pinned_array), which
+# is_pinned() recognises through the array's base chain (views of pinned memory are pinned).
+def _pin_device_arg(name, device):
+    if device is None:
+        return None
+    warnings.warn(
+        "The argument 'device' of Tensor.%s() is deprecated. Please do not pass this argument."
+        % name,
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return as_device(device)
+
+
+def _pinned_owner_types():
+    if not _cuda_mod.is_available():
+        return ()
+    driver = _cuda_mod._numba_cuda().cudadrv.driver
+    return tuple(
+        t for t in (getattr(driver, n, None) for n in ("PinnedMemory", "MappedMemory")) if t
+    )
+
+
+def _array_is_pinned(arr, owner_types):
+    b = arr
+    while b is not None:
+        if isinstance(b, owner_types):
+            return True
+        if isinstance(b, memoryview):
+            b = b.obj
+        else:
+            b = getattr(b, "base", None)
+    return False
+
+
+def is_pinned(self, device=None):
+    """Whether the tensor lives in pinned host memory (``Tensor.is_pinned``)."""
+    d = _pin_device_arg("is_pinned", device)
+    if d is not None and d.type == "cpu":
+        return False
+    types = _pinned_owner_types()
+    return bool(types) and _array_is_pinned(self._data, types)
+
+
+def pin_memory(self, device=None):
+    """A copy of the tensor in pinned host memory, or the tensor itself when it already is
+    pinned (``Tensor.pin_memory``); raises without an accelerator, as PyTorch does."""
+    d = _pin_device_arg("pin_memory", device)
+    if d is not None and d.type == "cpu":
+        raise RuntimeError("CPU device type not an accelerator.")
+    types = _pinned_owner_types()
+    if not types:
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+    if _array_is_pinned(self._data, types):
+        return self
+    arr = self._data
+    buf = _cuda_mod._numba_cuda().pinned_array(arr.shape, dtype=arr.dtype)
+    out = _make(buf)
+    return out.copy_(self)  # differentiable: the gradient flows back to self
+
+
+Tensor.is_pinned = is_pinned
+Tensor.pin_memory = pin_memory
 
 
 def type_(self, dtype=None, non_blocking=False):

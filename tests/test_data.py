@@ -1,4 +1,5 @@
-"""nbgrad.utils.data: datasets, samplers, default_collate and the single-process DataLoader."""
+"""nbgrad.utils.data: datasets, samplers, default_collate and the DataLoader (num_workers=0;
+worker processes are tested in test_data_workers.py)."""
 
 import collections
 
@@ -175,7 +176,7 @@ def test_custom_sampler_batch_sampler_collate_fn_and_no_autobatching():
     first = next(iter(dl))  # default_convert: a tuple sample becomes a list (PyTorch)
     assert isinstance(first, list) and first[1].item() == 0 and first[0].shape == (2,)
     assert len(dl) == 6
-    dl = DataLoader(ds, batch_size=3, num_workers=2)  # runs in-process, same batches
+    dl = DataLoader(ds, batch_size=3, num_workers=2)  # worker processes, same batches
     assert labels(dl) == [[0, 1, 2], [3, 4, 5]]
     assert get_worker_info() is None
 

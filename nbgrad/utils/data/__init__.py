@@ -1,5 +1,5 @@
-"""``nbgrad.utils.data``: datasets, samplers and a single-process DataLoader
-(the ``torch.utils.data`` API)."""
+"""``nbgrad.utils.data``: datasets, samplers and the DataLoader, in the main process or in
+worker processes (the ``torch.utils.data`` API)."""
 
 from .collate import default_collate, default_convert  # noqa: F401
 from .dataloader import DataLoader, get_worker_info  # noqa: F401
