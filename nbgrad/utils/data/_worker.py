@@ -5,8 +5,9 @@ worker_id``) and numpy's legacy global generator (with ``_generate_state``), pub
 ``WorkerInfo`` for ``get_worker_info()``, runs ``worker_init_fn(worker_id)`` and then serves
 ``(task index, sampler index)`` pairs from its index queue: each batch is fetched and collated
 in the worker and put on the shared result queue, pickled (a plain tensor travels as its numpy
-array, a large one in shared memory: ``_reduce_tensor_for_transport``).  An exception travels as an ``ExceptionWrapper`` that the main process re-raises
-with the worker's traceback.  ``None`` on the index queue ends the worker.
+array, a large one in shared memory: ``_reduce_tensor_for_transport``).  An exception travels
+as an ``ExceptionWrapper`` that the main process re-raises with the worker's traceback.
+``None`` on the index queue ends the worker.
 """
 
 import math
