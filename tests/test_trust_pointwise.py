@@ -1822,3 +1822,9 @@ def test_layer_norm_saves_its_bias_like_pytorch():
     ln = lambda T, x, w, b: T.nn.functional.layer_norm(x, (3,), w, b)  # noqa: E731
     bn = lambda T, x, w, b: T.nn.functional.batch_norm(x, None, None, w, b, training=True)  # noqa: E731
     _like_pytorch(lambda T: [run(T, ln), run(T, bn)], [True, False])
+
+
+def test_prod_backward_of_a_0d_zero():
+    x = nbgrad.tensor(0.0, dtype=nbgrad.float64, requires_grad=True)
+    (g,) = nbgrad.autograd.grad(x.prod(), x)
+    assert g.item() == 1.0

@@ -1251,3 +1251,24 @@ def test_layout_follows_the_operands_not_their_dtype_casts(T):
     assert (e - c).stride() == (3, 1)
     assert T.sub(e, c, alpha=2).stride() == (3, 1)
     assert (c.t() + e.t()).stride() == (1, 3)
+
+
+def test_matmul_2d_by_nd_with_a_contiguous_transpose_is_a_view(T):
+    """PyTorch computes matmul(2-D, N-D) as matmul(b.mT, a.mT).mT; when that transpose is
+    contiguous its .contiguous() is a no-op and the result is a view: an in-place op on it
+    rebases (AsStridedBackward0)."""
+    a = T.ones(1, 3, dtype=T.float64, requires_grad=True)
+    b = T.ones(2, 3, 4, dtype=T.float64, requires_grad=True)
+    y = T.matmul(a, b)
+    assert y.grad_fn.name() == "TransposeBackward0" and y._base is not None
+    y.sub_(T.ones(1, 1, 1, dtype=T.float64), alpha=2)
+    assert y.grad_fn.name() == "AsStridedBackward0"
+    y.sum().backward()
+    assert a.grad.tolist() == [[8.0, 8.0, 8.0]] and b.grad.sum().item() == 24.0
+
+
+def test_floor_divide_result_layout(T):
+    x0 = T.ones(1, 2, 3, dtype=T.float64)
+    x1 = T.ones(1, 3, 2, dtype=T.float32).mT
+    assert _strides_of_big_dims(x1 // x0) == (1, 2)
+    assert _strides_of_big_dims(x0 // x1) == (3, 1)

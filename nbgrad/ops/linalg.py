@@ -205,6 +205,13 @@ def _matmul(a, b, bmm_op=None):
                 eb = _squeezed(b)
     path = "bmm" if bmm_op else _path(ea, eb)
     _matmul_check(ea, eb, path)
+    if path == "fold" and ea._data.ndim == 2:
+        n, p = ea._data.shape[0], eb._data.shape[-1]
+        if n == 1 or p == 1 or 0 in ea._data.shape or 0 in eb._data.shape:
+            # PyTorch: matmul(b.mT, a.mT).mT, whose .contiguous() is then a no-op: the result
+            # is a transposed *view* (an in-place op on it rebases, AsStridedBackward0)
+            a2 = a if ea is a else a.squeeze(0)  # the squeezed batch of 1, recorded
+            return _matmul(b.mT, a2.mT).mT
     try:
         arr = call_quiet(np.matmul, (a._data, b._data))
     except ValueError:  # the batch dims do not broadcast: PyTorch's message

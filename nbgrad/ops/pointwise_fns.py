@@ -16,6 +16,7 @@ from .dispatch import (
     any_strided,
     binary,
     broadcast_error,
+    cast,
     needs_grad,
     pointwise,
     pointwise_dtype,
@@ -500,15 +501,20 @@ def floor_divide(input, other, *, out=None):
     dt = _dt.result_type(input, o)
     if dt.is_complex:
         raise NotImplementedError("\"div_floor_cpu\" not implemented for '%s'" % dt._legacy)
-    a = input._data.astype(dt.np, copy=False)
-    b = o._data.astype(dt.np, copy=False) if isinstance(o, Tensor) else o
+    a = input._data if input._data.dtype == dt.np else cast(input._data, dt.np)
+    b = o
+    if isinstance(o, Tensor):
+        b = o._data if o._data.dtype == dt.np else cast(o._data, dt.np)
     if not dt.is_inexact and np.any(np.asarray(b) == 0):
         raise RuntimeError("ZeroDivisionError")
     try:
-        r = np.floor_divide(a, b)
+        with np.errstate(all="ignore"):  # IEEE results, no numpy warnings (PyTorch)
+            r = np.floor_divide(a, b)
     except ValueError:
         raise broadcast_error((input, o)) from None
     r = np.asarray(r).astype(dt.np, copy=False)
+    if r.ndim > 1 and any_strided((a, b)):
+        r = torch_layout(r, (a, b))  # a TensorIterator result in PyTorch
     if dt.is_inexact and needs_grad((input, o)):  # PyTorch: a node whose backward raises
         res = result(r, "torch::autograd::NotImplemented", (input, o), _floor_divide_vjp)
         return write_out(res, out, "floor_divide", inputs=(input, other))

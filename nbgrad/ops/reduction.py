@@ -197,7 +197,7 @@ def _prod_vjp(node, grads):
     for _ in it:
         idx = it.multi_index
         sl = tuple(slice(None) if d in dims else idx[d] for d in range(xa.ndim))
-        block = xa[sl].copy()
+        block = np.array(xa[sl])  # a 0-d input indexes to a scalar: keep an array
         pos = tuple(idx[d] for d in range(xa.ndim) if d in dims)
         block[pos] = 1.0
         others[idx] = block.prod()

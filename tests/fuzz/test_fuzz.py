@@ -35,6 +35,35 @@ class Known:
 
 
 KNOWN = [
+    Known(
+        "grad-none @ backward via mul",
+        """
+        x0 = T.tensor([1.0], dtype=T.float32, requires_grad=True)
+        x1 = T.tensor(1.0, dtype=T.float64)
+        x3 = x0 // x1
+        x6 = T.tensor([[1.0]], dtype=T.float64, requires_grad=True)
+        x7 = x3 * x6
+        L = x7.sum()
+        L.backward(retain_graph=True)
+        L.backward()
+        """,
+        "deliberate (docs/differences.md: a backward that raises): floor_divide's NotImplemented derivative raises; which leaves were accumulated before the error differs (autograd)",
+    ),
+    Known(
+        "grad-none @ backward via rsubs",
+        """
+        x2 = T.zeros((1, 1, 0), dtype=T.float64, requires_grad=True)
+        x3 = T.zeros((0,), dtype=T.float64, requires_grad=True)
+        x4 = x3 // x2
+        x5 = T.zeros((1, 1, 0), dtype=T.float64, requires_grad=True)
+        x6 = T.zeros((1, 1, 0), dtype=T.float64, requires_grad=True)
+        x7 = T.lerp(x5, x4, x6)
+        x8 = x7.chunk(3, 0)[0]
+        x10 = 0.0 - x8
+        (x10.sum()).backward()
+        """,
+        "deliberate (docs/differences.md: a backward that raises): floor_divide's NotImplemented derivative raises; which leaves were accumulated before the error differs (autograd)",
+    ),
     # -- indexing
     # -- pointwise NaN / reductions
     # -- shape / linalg / creation
