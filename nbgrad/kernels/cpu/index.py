@@ -90,3 +90,35 @@ def scatter_add(shape, dtype, lin, src):
     out = np.zeros(int(np.prod(shape, dtype=np.int64)), dtype)
     scatter_flat(out, lin, np.ascontiguousarray(src).reshape(-1).astype(dtype, copy=False), True)
     return out.reshape(shape)
+
+
+@njit(**JIT)
+def scatter_reduce_flat_cpu(out, lin, src, mode, include_self, identity, count):
+    """scatter_reduce over 1-D buffers: out[lin[i]] = reduce(out[lin[i]], src[i]) with mode 0
+    sum, 1 prod, 2 mean (sums, and ``count`` the values per position), 3 amax, 4 amin (NaN
+    propagates, as PyTorch's); positions written start from ``identity`` unless
+    ``include_self``.  Every flat position is checked before anything is written; returns
+    the position of the first bad one, or -1."""
+    n = out.size
+    for i in range(lin.size):
+        k = lin[i]
+        if k < 0 or k >= n:
+            return i
+    if not include_self:
+        for i in range(lin.size):
+            out[lin[i]] = identity
+    for i in range(lin.size):
+        k = lin[i]
+        v = src[i]
+        if mode == 0 or mode == 2:
+            out[k] += v
+            if mode == 2:
+                count[k] += 1
+        elif mode == 1:
+            out[k] *= v
+        elif mode == 3:
+            if v != v or out[k] < v:
+                out[k] = v
+        elif v != v or v < out[k]:
+            out[k] = v
+    return -1
