@@ -128,7 +128,11 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
             "repeat_interleave: Invalid output_size, expected %d but got %d"
             % (r * size[d], int(output_size))
         )
-    return u.expand(*size).clone().flatten(d, d + 1)
+    e = u.expand(*size)
+    c = e.contiguous()  # PyTorch's clone(MemoryFormat::Contiguous): always a copy
+    if c is e:
+        c = e.clone()
+    return c.flatten(d, d + 1)
 
 
 @op("argwhere", "indexing", variants=FM)
