@@ -89,7 +89,7 @@ def _repeat_index(repeats, output_size=None):
     total = int(r.sum())
     if output_size is not None and int(output_size) != total:
         raise RuntimeError("allocated size does not match required size")
-    return _make(np.repeat(np.arange(r.size, dtype=np.int64), r))
+    return _make(np.repeat(np.arange(r.size, dtype=repeats._data.dtype), r))
 
 
 @op("repeat_interleave", "indexing", variants=FM)
@@ -147,9 +147,9 @@ def argwhere(input):
 
 def _index_positions(shape, d, idx):
     """Flat positions in an array of ``shape`` of the slices ``idx`` (validated) along ``d``,
-    shaped like the source: ``shape`` with dim ``d`` of length ``len(idx)``."""
-    lin = np.take(_lin(_nd(shape)), idx.astype(np.int64, copy=False), axis=d)
-    return lin if shape else lin.reshape(())
+    shaped like the source: ``shape`` with dim ``d`` of length ``len(idx)`` (a 0-d ``shape``:
+    one position per index)."""
+    return np.take(_lin(_nd(shape)), idx.astype(np.int64, copy=False), axis=d)
 
 
 def _index_add_bounds(idx, shape, d, fn_index_dtype):
@@ -177,10 +177,11 @@ def _source_grad(g, d, index, sshape, alpha=1):
     return gs if alpha == 1 else gs * alpha
 
 
-def _saved_index(node, ishape, shape, d, check):
-    a = _read_index(node, "index", ishape)
-    check(a.reshape(-1), shape, d, a.dtype)
-    return _make(a)
+def _saved_index(node, ishape):
+    """The saved index at its current value (version-checked; shape and dtype as at the
+    forward).  The ops the backward runs with it (index_select, index_fill, gather) validate
+    it again before touching memory, with the errors PyTorch's backward gives."""
+    return _make(_read_index(node, "index", ishape))
 
 
 def _index_add_vjp(node, grads):
@@ -189,7 +190,7 @@ def _index_add_vjp(node, grads):
     gself = g if node.next_functions[0][0] is not None else None
     gsrc = None
     if node.next_functions[1][0] is not None:
-        index = _saved_index(node, ishape, shape, d, _index_add_bounds)
+        index = _saved_index(node, ishape)
         gsrc = _source_grad(g, d, index, sshape, alpha)
     return (gself, gsrc)
 
@@ -279,7 +280,7 @@ def _index_copy_bounds(idx, shape, d, dtype=None):
 def _index_copy_vjp(node, grads):
     d, shape, sshape, ishape = node.attrs
     g = grads[0]
-    index = _saved_index(node, ishape, shape, d, _index_copy_bounds)
+    index = _saved_index(node, ishape)
     gself = gsrc = None
     if node.next_functions[0][0] is not None:
         gself = index_fill(g, d, index, 0)
@@ -363,7 +364,7 @@ def _index_fill_bounds(idx, shape, d, dtype=None):
 def _index_fill_vjp(node, grads):
     d, shape, ishape = node.attrs
     g = grads[0]
-    index = _saved_index(node, ishape, shape, d, _index_fill_bounds)
+    index = _saved_index(node, ishape)
     gself = gval = None
     if node.next_functions[0][0] is not None:
         gself = index_fill(g, d, index, 0)
@@ -404,7 +405,7 @@ def index_fill(input, dim, index, value):
     out = input._data.copy()
     if not input._dtype.is_inexact and not isinstance(value, bool):
         value = int(value) if not input._dtype.is_complex else value
-    vals = np.full(1, value).astype(out.dtype)
+    vals = np.asarray(value).astype(out.dtype)
     lin = _index_positions(shape, d, np.where(idx < 0, idx + n, idx))
     K.scatter_flat(out.reshape(-1), lin, np.broadcast_to(vals, lin.shape), False)
     if vt is not None and input._dtype.is_inexact:
@@ -478,9 +479,7 @@ def _scatter_reduce_vjp(node, grads):
     d, ishape, mode, include_self = node.attrs
     g = grads[0]
     x, src, res = node.unpack("x"), node.unpack("src"), node.unpack("out")
-    a = _read_index(node, "index", ishape)
-    _check_gather_index(a, x._data.shape, d)
-    index = _make(a)
+    index = _saved_index(node, ishape)
     if mode == 0:
         gself, gsrc = g, gather(g, d, index)
     elif mode == 1:
@@ -600,8 +599,8 @@ def _masked_scatter_vjp(node, grads):
         n = int(np.prod(sshape, dtype=np.int64))
         sel = masked_select(g, mb)
         k = sel.shape[0]
-        if k > n:  # the mask gained ones through .data
-            raise RuntimeError("Number of elements of source < number of ones in mask")
+        if k > n:  # the mask gained ones through .data: PyTorch's view of the selection fails
+            raise RuntimeError("shape '%s' is invalid for input of size %d" % (list(sshape), k))
         if k < n:
             sel = cat([sel, zeros(n - k, dtype=g.dtype)], 0)
         gsrc = sel.reshape(sshape)

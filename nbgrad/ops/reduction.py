@@ -861,15 +861,15 @@ def _var_std_mean(input, dim, unbiased, keepdim, correction, take_sqrt, opdef):
     x = input
     if isinstance(dim, bool):  # var_mean(x, False): the old "unbiased" positional
         unbiased, dim = dim, None
+    name = "std_mean" if take_sqrt else "var_mean"
     if not x._dtype.is_inexact:
-        raise RuntimeError("std and var only support floating point and complex dtypes")
+        raise RuntimeError("%s only support floating point and complex dtypes" % name)
     with no_grad(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         v = _var_std(x, dim, unbiased, keepdim, correction, take_sqrt, var.op)
         m = mean(x, dim, keepdim)
-    name = "std_mean" if take_sqrt else "var_mean"
     for w in caught:  # the degrees-of-freedom warning, named as PyTorch's
-        msg = str(w.message).replace("std()", name).replace("var()", name)
+        msg = str(w.message).replace("std()", name + "()").replace("var()", name + "()")
         warnings.warn(msg, w.category, stacklevel=4)
     dims = _dims(dim, x._data.ndim)
     n = int(np.prod([x._data.shape[k] for k in dims], dtype=np.int64)) if x._data.ndim else 1
