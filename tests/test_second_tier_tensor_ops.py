@@ -805,3 +805,22 @@ def test_new_names_are_public():
                  "scatter_reduce_ masked_scatter_ argwhere cumprod_ atan2_ xlogy_ sinc_ "
                  "hypot_ fmod_").split():  # fmt: skip
         assert callable(getattr(nbgrad.Tensor, name)), name
+
+
+def test_elementwise_formulas_use_the_new_vocabulary_words():
+    from nbgrad.kernels.vocab import acosh, asin, atan, atan2, sinh
+
+    @nbgrad.elementwise
+    def f(x):
+        return atan(x) * sinh(x) + asin(x / 3) + acosh(x * x + 2)
+
+    x = nbgrad.tensor([0.3, -0.5, 1.2], dtype=nbgrad.float64, requires_grad=True)
+    assert nbgrad.autograd.gradcheck(f, (x,)) and nbgrad.autograd.gradgradcheck(f, (x,))
+    a = x.detach().numpy()
+    want = np.arctan(a) * np.sinh(a) + np.arcsin(a / 3) + np.arccosh(a * a + 2)
+    np.testing.assert_allclose(f(x).detach().numpy(), want, rtol=1e-14)
+    with pytest.raises(ValueError, match="cannot differentiate"):
+
+        @nbgrad.elementwise
+        def g(x, y):
+            return atan2(x, y)
