@@ -326,7 +326,13 @@ def test_out_and_inplace_forms_match_torch():
         y1 = x.clone().atan_()
         y2 = x.clone().cosh_().hypot_(T.tensor(0.5))
         y3 = x.clone().fmod_(T.tensor([0.3, 0.2, 0.1]))
-        return (o, o2, o3, y1, y2, y3, x.clone().xlogy_(T.tensor([2.0, 3.0, 4.0]))), []
+        o4, o5, o6, o7 = T.empty(3), T.empty(3), T.empty(0), T.empty(3)
+        T.index_add(x, 0, T.tensor([1]), T.ones(1), alpha=2, out=o4)
+        T.index_copy(x, 0, T.tensor([2]), T.ones(1), out=o5)
+        T.scatter_reduce(x, 0, T.tensor([0, 0]), T.ones(2), "mean", out=o6)
+        T.cumprod(x, 0, out=o7)
+        outs = (o, o2, o3, o4, o5, o6, o7, y1, y2, y3)
+        return outs + (x.clone().xlogy_(T.tensor([2.0, 3.0, 4.0])),), []
 
     _agree(build, rtol=1e-6)
     assert not hasattr(nbgrad.Tensor, "logaddexp_")  # PyTorch has none

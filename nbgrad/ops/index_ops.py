@@ -32,11 +32,12 @@ from .indexing import (
     scatter_add,
 )
 from .pointwise_fns import where
-from .registry import FUNCTION, INPLACE, LINEAR, METHOD, op, result
+from .registry import FUNCTION, INPLACE, LINEAR, METHOD, OUT, op, result
 from .shape import cat
 
 FM = (FUNCTION, METHOD)
 FMI = (FUNCTION, METHOD, INPLACE)
+FMIO = (FUNCTION, METHOD, INPLACE, OUT)
 CPU = {"cpu": K}
 
 _make = Tensor._make
@@ -210,7 +211,7 @@ def _vector_index(index, fn, dim_error):
     "indexing",
     node="IndexAddBackward0",
     vjp=_index_add_vjp,
-    variants=FMI,
+    variants=FMIO,
     kernels=CPU,
 )
 def index_add(input, dim, index, source, *, alpha=1):
@@ -294,7 +295,7 @@ def _index_copy_vjp(node, grads):
     "indexing",
     node="IndexCopyBackward0",
     vjp=_index_copy_vjp,
-    variants=FMI,
+    variants=FMIO,
     kernels=CPU,
 )
 def index_copy(input, dim, index, source):
@@ -533,7 +534,7 @@ def _scatter_reduce_vjp(node, grads):
     vjp=_scatter_reduce_vjp,
     args=("x", "src"),
     saves=("x", "src", "out"),
-    variants=FMI,
+    variants=FMIO,
     kernels=CPU,
 )
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
