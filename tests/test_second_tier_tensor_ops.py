@@ -830,3 +830,21 @@ def test_elementwise_formulas_use_the_new_vocabulary_words():
         @nbgrad.elementwise
         def g(x, y):
             return atan2(x, y)
+
+
+@needs_torch
+@pytest.mark.parametrize(
+    "code",
+    [
+        "y.index_add_(0, T.tensor([0, 1, 2, 3]), y)",
+        "y.index_copy_(0, T.tensor([3, 2, 1, 0]), y)",
+        "y.scatter_reduce_(0, T.tensor([3, 2, 1, 0]), y, 'sum')",
+        "z.index_fill_(0, z[:2], 7)",
+        "z.index_add_(0, z, z)",
+    ],
+)
+def test_inplace_index_ops_refuse_an_operand_that_is_self_like_torch(code):
+    _same_error(lambda T: eval(code, {"T": T, "y": T.arange(4.0), "z": T.arange(4)}))
+    y = nbgrad.arange(4.0)
+    y.masked_scatter_(y > 1, y)  # allowed (PyTorch too): reads the source before writing
+    assert y.tolist() == [0.0, 1.0, 0.0, 1.0]
