@@ -848,3 +848,40 @@ def test_inplace_index_ops_refuse_an_operand_that_is_self_like_torch(code):
     y = nbgrad.arange(4.0)
     y.masked_scatter_(y > 1, y)  # allowed (PyTorch too): reads the source before writing
     assert y.tolist() == [0.0, 1.0, 0.0, 1.0]
+
+
+@needs_torch
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax"])
+def test_scatter_reduce_3d_with_an_index_smaller_than_self_matches_torch(dim, reduce):
+    rng = np.random.default_rng(dim + 7)
+    ishape = [2, 3, 2]
+    ishape[dim] = 5
+    index = rng.integers(0, (4, 5, 6)[dim], ishape)
+    xs, ss = rng.standard_normal((4, 5, 6)), rng.standard_normal(ishape)
+
+    def build(T):
+        x = T.tensor(xs, requires_grad=True)
+        s = T.tensor(ss, requires_grad=True)
+        i = T.tensor(index)
+        return (
+            x.scatter_reduce(dim, i, s, reduce),
+            x.scatter_reduce(dim, i, s, reduce, include_self=False),
+        ), [x, s]
+
+    _agree(build)
+
+
+@needs_torch
+def test_scatter_reduce_src_larger_than_index_has_no_src_gradient_like_torch():
+    """PyTorch's backward returns a src gradient shaped like the index: an error when src is
+    larger (its forward reads only the part the index covers)."""
+
+    def build(T):
+        x = T.zeros(3, requires_grad=True)
+        s = T.arange(1.0, 6.0, requires_grad=True)
+        y = x.scatter_reduce(0, T.tensor([0, 1]), s, "sum")
+        T.autograd.grad(y.sum(), [x, s])
+
+    _same_error(build)
+    _agree(lambda T: (T.zeros(3).scatter_reduce(0, T.tensor([0, 0]), T.arange(5.0), "amax"), []))

@@ -19,8 +19,6 @@ from .indexing import (
     _basic_vjp,
     _check_gather_index,
     _check_index_tensor,
-    _gather_lin,
-    _lin,
     _nd,
     _read_index,
     basic_index,
@@ -146,13 +144,6 @@ def argwhere(input):
 # -- index_add / index_copy / index_fill ------------------------------------------------------
 
 
-def _index_positions(shape, d, idx):
-    """Flat positions in an array of ``shape`` of the slices ``idx`` (validated) along ``d``,
-    shaped like the source: ``shape`` with dim ``d`` of length ``len(idx)`` (a 0-d ``shape``:
-    one position per index)."""
-    return np.take(_lin(_nd(shape)), idx.astype(np.int64, copy=False), axis=d)
-
-
 def _index_add_bounds(idx, shape, d, fn_index_dtype):
     """PyTorch's index_add_ errors for an out-of-range index: its scatter_add_ fast path
     (RuntimeError with the position) for int64 indices along the first or last dim of a tensor
@@ -260,7 +251,7 @@ def index_add(input, dim, index, source, *, alpha=1):
         # PyTorch casts alpha to the tensor's type (an integer tensor takes int(alpha))
         al = input._data.dtype.type(alpha) if input._dtype.is_inexact else int(alpha)
         src = src * al
-    K.scatter_flat(out.reshape(-1), _index_positions(shape, d, idx), src, True)
+    K.index_put_dim(out, d, idx, src, True)
     return index_add.op.record(
         out,
         (input, source),
@@ -346,7 +337,7 @@ def index_copy(input, dim, index, source):
     idx = index._data.reshape(-1)
     _index_copy_bounds(idx, shape, d)
     out = input._data.copy()
-    K.scatter_flat(out.reshape(-1), _index_positions(shape, d, idx), source._data, False)
+    K.index_put_dim(out, d, idx, source._data, False)
     return index_copy.op.record(
         out,
         (input, source),
@@ -406,9 +397,8 @@ def index_fill(input, dim, index, value):
     out = input._data.copy()
     if not input._dtype.is_inexact and not isinstance(value, bool):
         value = int(value) if not input._dtype.is_complex else value
-    vals = np.asarray(value).astype(out.dtype)
-    lin = _index_positions(shape, d, np.where(idx < 0, idx + n, idx))
-    K.scatter_flat(out.reshape(-1), lin, np.broadcast_to(vals, lin.shape), False)
+    wrapped = np.where(idx < 0, idx + n, idx).astype(np.int64)  # validated above
+    out.reshape(_nd(shape))[(slice(None),) * d + (wrapped,)] = np.asarray(value).astype(out.dtype)
     if vt is not None and input._dtype.is_inexact:
         return index_fill.op.record(
             out,
@@ -442,21 +432,32 @@ def _identity(mode, dtype):
     return dtype.type(info.min if mode == 3 else info.max)
 
 
-def _scatter_reduce_array(x, lin, src, mode, include_self):
-    out = x.copy()
+def _scatter_reduce_array(x, d, index, src, mode, include_self):
+    """scatter_reduce of ``src`` (cut to the index's shape) into a copy of ``x`` along ``d`` at
+    the validated ``index``: one Numba pass, the flat positions computed in the kernel."""
+    shape, ishape = _nd(x.shape), _nd(index.shape)
+    out = np.array(x, order="C")
     flat = out.reshape(-1)
-    count = np.zeros(flat.size, np.int64) if mode == 2 else np.zeros(1, np.int64)
-    k = K.scatter_reduce_flat_cpu(
-        flat,
-        lin.reshape(-1),
-        np.ascontiguousarray(src).reshape(-1),
-        mode,
-        include_self,
-        _identity(mode, out.dtype),
-        count,
-    )
-    if k >= 0:
-        raise RuntimeError("index %d is out of bounds for the flat buffer being written" % k)
+    strides = np.cumprod((1,) + tuple(shape[::-1]), dtype=np.int64)[-2::-1]
+    outer_off = np.zeros(1, np.int64)  # offsets of the index's outer coordinates in out
+    for k in range(d):
+        outer_off = (outer_off[:, None] + np.arange(ishape[k]) * strides[k]).reshape(-1)
+    inner_off = np.zeros(1, np.int64)
+    for k in range(d + 1, len(ishape)):
+        inner_off = (inner_off[:, None] + np.arange(ishape[k]) * strides[k]).reshape(-1)
+    n_outer, n_inner = outer_off.size, inner_off.size
+    i3 = np.ascontiguousarray(index.reshape(ishape), dtype=np.int64).reshape(n_outer, -1, n_inner)
+    s3 = src.reshape(_nd(src.shape))[tuple(slice(0, n) for n in ishape)]
+    s3 = np.ascontiguousarray(s3, dtype=out.dtype).reshape(i3.shape)
+    count = np.zeros(flat.size if mode == 2 else 1, np.int64)
+    bad = K.scatter_reduce_cpu(
+        flat, i3, s3, outer_off, inner_off, strides[d], mode, include_self,
+        _identity(mode, out.dtype), count,
+    )  # fmt: skip
+    if bad >= 0:
+        raise RuntimeError(
+            "index %d is out of bounds for the flat buffer being written" % i3.reshape(-1)[bad]
+        )
     if mode == 2:  # mean: divided by the number of values (self counts when included)
         c = count + int(include_self)
         c[c == 0] = 1
@@ -568,10 +569,9 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
                     % (list(ishape), list(shape), d, list(src._data.shape))
                 )
         _check_gather_index(index._data, shape, d)
-        lin = _gather_lin(shape, d, index._data)
-        sl = tuple(slice(0, n) for n in _nd(ishape))
-        vals = src._data.reshape(_nd(src._data.shape))[sl]
-        out = _scatter_reduce_array(input._data, lin, vals, mode, bool(include_self))
+        out = _scatter_reduce_array(
+            input._data, d, index._data, src._data, mode, bool(include_self)
+        )
     else:
         out = input._data.copy()
     return scatter_reduce.op.record(
