@@ -1,10 +1,12 @@
 """Second-tier indexing ops: select, tile, repeat_interleave, argwhere, index_add, index_copy,
 index_fill, scatter_reduce, masked_scatter.
 
-Writes at user indices go through the bounds-checked flat kernels of kernels/cpu/index.py
-(NOTE [user indices]): every index is validated with PyTorch's exception type and message
-before anything touches memory, and again in backward, where the index is a version-checked
-saved tensor read at its current value (NOTE [saved indices] in ops/indexing.py).
+Writes at user indices run Numba kernels of kernels/cpu/index.py (``index_put_dim_cpu`` for
+index_add/index_copy, ``scatter_reduce_cpu``) that check every index again before writing
+(NOTE [user indices]); before them each index is validated with PyTorch's exception type and
+message, and again in backward, where the index is a version-checked saved tensor read at its
+current value and passed to ops that validate it (index_select, index_fill, gather: NOTE
+[saved indices] in ops/indexing.py).
 """
 
 import numpy as np
