@@ -34,8 +34,8 @@ def install(op):
     for name in op.public_names:
         if METHOD in op.variants:
             setattr(Tensor, name, op.fn)
-        if INPLACE in op.variants:
-            setattr(Tensor, name + "_", _make_inplace(op.fn, name + "_"))
+        if INPLACE in op.variants:  # hint "inplace": an op whose in-place form records another node
+            setattr(Tensor, name + "_", _make_inplace(op.hints.get("inplace", op.fn), name + "_"))
 
 
 for _op in REGISTRY.values():

@@ -319,6 +319,88 @@ CASES = {
                              "Storage size calculation overflowed"),
     "one_hot_huge_value": ("F.one_hot(T.tensor([2**61]))", "RuntimeError",
                            "Storage size calculation overflowed"),
+    # -- second tier: index_add / index_copy / index_fill / scatter_reduce / masked_scatter ----
+    "index_add_oob": ("T.zeros(2, 3).index_add(1, T.tensor([3]), T.ones(2, 1))", "RuntimeError",
+                      "index 3 is out of bounds for dimension 1 with size 3"),
+    "index_add_neg": ("T.zeros(3).index_add(0, T.tensor([-1]), T.ones(1))", "IndexError",
+                      "index out of range in self"),
+    "index_add_inplace_huge": ("T.zeros(3).index_add_(0, T.tensor([2**62]), T.ones(1))",
+                               "IndexError", "index out of range in self"),
+    "index_add_backward_data": (
+        "x = T.zeros(2, 4, requires_grad=True); s = T.ones(2, 2, requires_grad=True)\n"
+        "i = T.tensor([0, 1]); y = x.index_add(1, i, s); i.data[0] = 10**9; y.sum().backward()",
+        "RuntimeError", "INDICES element is out of DATA bounds, id=1000000000 axis_dim=4"),
+    "index_add_backward_data_neg": (
+        "x = T.zeros(4, requires_grad=True); s = T.ones(2, requires_grad=True)\n"
+        "i = T.tensor([0, 1]); y = x.index_add(0, i, s); i.data[0] = -1; y.sum().backward()",
+        "IndexError", "index out of range in self"),
+    "index_add_backward_inplace": (
+        "x = T.zeros(4, requires_grad=True); s = T.ones(2, requires_grad=True)\n"
+        "i = T.tensor([0, 1]); y = x.index_add(0, i, s); i[0] = 3; y.sum().backward()",
+        "RuntimeError", MODIFIED),
+    "index_copy_oob": ("T.zeros(4).index_copy(0, T.tensor([4]), T.ones(1))", "IndexError",
+                       "index_copy_(): index 4 is out of bounds for dimension 0 with size 4"),
+    "index_copy_neg": ("T.zeros(4).index_copy_(0, T.tensor([-1]), T.ones(1))", "IndexError",
+                       "index_copy_(): index -1 is out of bounds for dimension 0 with size 4"),
+    "index_copy_backward_data": (
+        "x = T.zeros(4, requires_grad=True); s = T.ones(2, requires_grad=True)\n"
+        "i = T.tensor([0, 1]); y = x.index_copy(0, i, s); i.data[0] = 10**9; y.sum().backward()",
+        "IndexError", "index 1000000000 is out of bounds for dimension 0 with size 4"),
+    "index_copy_backward_data_neg": (
+        "x = T.zeros(4, requires_grad=True); s = T.ones(2, requires_grad=True)\n"
+        "i = T.tensor([0, 1]); y = x.index_copy(0, i, s); i.data[0] = -1; y.sum().backward()",
+        "IndexError", "index out of range in self"),
+    "index_copy_backward_inplace": (
+        "x = T.zeros(4, requires_grad=True); s = T.ones(2, requires_grad=True)\n"
+        "i = T.tensor([0, 1]); y = x.index_copy(0, i, s); i[0] = 3; y.sum().backward()",
+        "RuntimeError", MODIFIED),
+    "index_fill_oob": ("T.zeros(4).index_fill(0, T.tensor([4]), 1.0)", "IndexError",
+                       "index 4 is out of bounds for dimension 0 with size 4"),
+    "index_fill_neg": ("T.zeros(2, 4).index_fill_(1, T.tensor([-5]), 1.0)", "IndexError",
+                       "index -5 is out of bounds for dimension 1 with size 4"),
+    "index_fill_backward_data": (
+        "x = T.zeros(4, requires_grad=True); i = T.tensor([0, 1])\n"
+        "y = x.index_fill(0, i, 2.0); i.data[0] = 10**9; y.sum().backward()",
+        "IndexError", "index 1000000000 is out of bounds for dimension 0 with size 4"),
+    "index_fill_backward_inplace": (
+        "x = T.zeros(4, requires_grad=True); i = T.tensor([0, 1])\n"
+        "y = x.index_fill(0, i, 2.0); i[0] = 3; y.sum().backward()",
+        "RuntimeError", MODIFIED),
+    "scatter_reduce_oob": ("T.zeros(4).scatter_reduce(0, T.tensor([5]), T.ones(1), 'amax')",
+                           "RuntimeError", "index 5 is out of bounds for dimension 0 with size 4"),
+    "scatter_reduce_neg": (
+        "T.zeros(4).scatter_reduce_(0, T.tensor([-1]), T.ones(1), 'prod', include_self=False)",
+        "RuntimeError", "index -1 is out of bounds for dimension 0 with size 4"),
+    "scatter_reduce_backward_data": (
+        "x = T.zeros(4, requires_grad=True); s = T.ones(2, requires_grad=True)\n"
+        "i = T.tensor([0, 1]); y = x.scatter_reduce(0, i, s, 'sum'); i.data[0] = 10**9\n"
+        "y.sum().backward()",
+        "RuntimeError", "index 1000000000 is out of bounds for dimension 0 with size 4"),
+    "scatter_reduce_backward_data_amax": (
+        "x = T.zeros(4, requires_grad=True); s = T.ones(2, requires_grad=True)\n"
+        "i = T.tensor([0, 1]); y = x.scatter_reduce(0, i, s, 'amax'); i.data[1] = -5\n"
+        "y.sum().backward()",
+        "RuntimeError", "index -5 is out of bounds for dimension 0 with size 4"),
+    "scatter_reduce_backward_inplace": (
+        "x = T.zeros(4, requires_grad=True); s = T.ones(2, requires_grad=True)\n"
+        "i = T.tensor([0, 1]); y = x.scatter_reduce(0, i, s, 'mean'); i[0] = 3\n"
+        "y.sum().backward()",
+        "RuntimeError", MODIFIED),
+    "masked_scatter_short_source": (
+        "T.zeros(4).masked_scatter(T.tensor([True, False, True, True]), T.ones(2))",
+        "RuntimeError", "Number of elements of source < number of ones in mask"),
+    "masked_scatter_backward_data": (
+        "x = T.zeros(4, requires_grad=True); s = T.ones(2, requires_grad=True)\n"
+        "m = T.tensor([True, False, True, False]); y = x.masked_scatter(m, s)\n"
+        "m.data[1] = True; y.sum().backward()",
+        "RuntimeError", "shape '[2]' is invalid for input of size 3"),
+    "masked_scatter_backward_inplace": (
+        "x = T.zeros(4, requires_grad=True); s = T.ones(2, requires_grad=True)\n"
+        "m = T.tensor([True, False, True, False]); y = x.masked_scatter(m, s)\n"
+        "m[1] = True; y.sum().backward()",
+        "RuntimeError", MODIFIED),
+    "select_huge": ("T.zeros(2, 3).select(1, 2**62)", "IndexError",
+                    "select(): index 4611686018427387904 out of range"),
     # -- load of truncated / corrupt / forged files --------------------------------------------
     "load_truncated": ("load(io.BytesIO(saved()[:200]))", "RuntimeError", "is truncated"),
     "load_truncated_pipe": ("load(Pipe(saved()[:-1]))", "RuntimeError", "is truncated"),

@@ -165,6 +165,7 @@ def _overlap(out, other):
 
 # ops whose operands must not overlap the output at all (PyTorch's assert_no_overlap)
 _NO_OVERLAP = {"scatter", "scatter_add"}
+_NO_OVERLAP |= {"index_add", "index_copy", "index_fill", "scatter_reduce"}
 
 
 def _check_overlap(self, fn, args, kwargs):

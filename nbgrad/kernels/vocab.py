@@ -38,6 +38,16 @@ VOCAB = (
     "spow",
     "floor_divide",
     "noselect",
+    "atan",
+    "asin",
+    "acos",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "atan2",
+    "hypot",
 )
 
 __all__ = list(VOCAB) + ["VOCAB", "rebind"]
@@ -61,6 +71,16 @@ isnan = math.isnan
 erf = math.erf
 fmod = math.fmod
 copysign = math.copysign  # (helpers only)
+atan = math.atan
+asin = math.asin
+acos = math.acos
+sinh = math.sinh
+cosh = math.cosh
+asinh = math.asinh
+acosh = math.acosh
+atanh = math.atanh
+atan2 = math.atan2
+hypot = math.hypot
 
 
 def rebind(fn, namespace):

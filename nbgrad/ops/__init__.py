@@ -3,6 +3,7 @@
 
 from . import (  # noqa: F401
     diagonal,
+    index_ops,
     indexing,
     linalg,
     pointwise_fns,

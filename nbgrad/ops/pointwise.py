@@ -685,6 +685,174 @@ unary(
     variants=NONE,
 )
 
+
+# second tier: inverse trigonometric and hyperbolic functions, atan2, hypot, logaddexp, fmod,
+# sinc, xlogy -- PyTorch's derivatives.yaml formulas (complex where PyTorch has it)
+PI = "3.141592653589793"
+# atan2_backward: grad * other * recip, recip 0 where x^2 + y^2 is 0 (multiplied: NaN stays)
+ATAN2_RECIP = "noselect(where(x * x + y * y == 0, 0, 1 / (x * x + y * y)))"
+unary(
+    "atan",
+    "atan(x)",
+    "1 / (x * x + 1)",
+    "AtanBackward0",
+    numpy=np.arctan,
+    rule="float",
+    aliases=("arctan",),
+)
+unary(
+    "asin",
+    "asin(x)",
+    "rsqrt(1 - x * x)",
+    "AsinBackward0",
+    numpy=np.arcsin,
+    rule="float",
+    domain=(-0.9, 0.9),
+    aliases=("arcsin",),
+)
+unary(
+    "acos",
+    "acos(x)",
+    "-rsqrt(1 - x * x)",
+    "AcosBackward0",
+    numpy=np.arccos,
+    rule="float",
+    domain=(-0.9, 0.9),
+    aliases=("arccos",),
+)
+unary("sinh", "sinh(x)", "cosh(x)", "SinhBackward0", numpy=np.sinh, rule="float")
+unary("cosh", "cosh(x)", "sinh(x)", "CoshBackward0", numpy=np.cosh, rule="float")
+unary(
+    "asinh",
+    "asinh(x)",
+    "rsqrt(x * x + 1)",
+    "AsinhBackward0",
+    numpy=np.arcsinh,
+    rule="float",
+    aliases=("arcsinh",),
+)
+unary(
+    "acosh",
+    "acosh(x)",
+    "rsqrt(x * x - 1)",
+    "AcoshBackward0",
+    numpy=np.arccosh,
+    rule="float",
+    domain=(1.2, 3),
+    complex_partials=("conj(rsqrt(x + 1) * rsqrt(x - 1))",),
+    aliases=("arccosh",),
+)
+unary(
+    "atanh",
+    "atanh(x)",
+    "1 / (1 - x * x)",
+    "AtanhBackward0",
+    numpy=np.arctanh,
+    rule="float",
+    domain=(-0.9, 0.9),
+    aliases=("arctanh",),
+)
+# sinc(0) is 1 and its gradient is 0 wherever pi x^2 underflows to 0 (PyTorch's sinc_backward)
+unary(
+    "sinc",
+    "where(x == 0, 1, sin(x * %s) / (x * %s))" % (PI, PI),
+    "where(x * x * {0} == 0, 0, (x * {0} * cos(x * {0}) - sin(x * {0})) / (x * x * {0}))".format(
+        PI
+    ),
+    "SincBackward0",
+    rule="float",
+)
+binary(
+    "atan2",
+    "atan2(x, y)",
+    "y * %s" % ATAN2_RECIP,
+    "-x * %s" % ATAN2_RECIP,
+    "Atan2Backward0",
+    numpy=np.arctan2,
+    rule="float",
+    aliases=("arctan2",),
+    jvp_formula="(-x * t_y + y * t_x) / (x * x + y * y)",
+    **no_complex("\"atan2_cpu\" not implemented for '%s'"),
+)
+binary(
+    "hypot",
+    "hypot(x, y)",
+    "x / out",
+    "y / out",
+    "HypotBackward0",
+    numpy=np.hypot,
+    **no_complex("\"hypot_cpu\" not implemented for '%s'"),
+)
+# PyTorch's max + log1p(exp(min - max)), x itself where both are the same infinity
+binary(
+    "logaddexp",
+    "where(x == y, x + %s, where(real(x) >= real(y), x + log1p(exp(y - x)), "
+    "y + log1p(exp(x - y))))" % LN2,
+    "1 / (1 + exp(y - x))",
+    "1 / (1 + exp(x - y))",
+    "LogaddexpBackward0",
+    variants=(FUNCTION, METHOD, OUT),
+)
+FMOD_NO_COMPLEX = no_complex("\"fmod_cpu\" not implemented for '%s'")
+unary(
+    "fmod",
+    "fmod(x, y)",
+    "1",
+    "FmodBackward0",
+    attrs=("y",),
+    numpy=np.fmod,
+    numpy_attrs=True,
+    **FMOD_NO_COMPLEX,
+)
+binary(
+    "fmod.Tensor",
+    "fmod(x, y)",
+    "1",
+    "-trunc(x / y)",
+    "FmodBackward1",
+    numpy=np.fmod,
+    domain_y=(0.5, 3),
+    variants=NONE,
+    **FMOD_NO_COMPLEX,
+)
+# xlogy: 0 where x == 0 (unless y is NaN); d/dx is PyTorch's xlogy(g, y) masked to 0 where
+# x == 0 and y <= 0 (a partial written with g: it is the whole backward expression)
+XLOGY = "where(y != y, y, where(x == 0, 0, x * log(y)))"
+XLOGY_G = "where(y != y, y, where(g == 0, 0, g * log(y)))"
+XLOGY_NO_COMPLEX = no_complex("\"xlogy_cpu\" not implemented for '%s'")
+binary(
+    "xlogy",
+    XLOGY,
+    "where((x == 0) & (y <= 0), 0, %s)" % XLOGY_G,
+    "x / y",
+    "XlogyBackward0",
+    rule="float",
+    domain_y=(0.5, 3),
+    **XLOGY_NO_COMPLEX,
+)
+pointwise(
+    "xlogy.Scalar_Self",
+    XLOGY,
+    ("x / y",),
+    "XlogyBackward1",
+    args=("y",),
+    attrs=("x",),
+    rule="float",
+    domain=(0.5, 3),
+    variants=NONE,
+    **XLOGY_NO_COMPLEX,
+)
+unary(
+    "xlogy.Scalar_Other",
+    XLOGY,
+    "where((x == 0) & ((y <= 0) | (y != y)), 0, %s)" % XLOGY_G,
+    "XlogyBackward2",
+    attrs=("y",),
+    rule="float",
+    variants=NONE,
+    **XLOGY_NO_COMPLEX,
+)
+
 # fmt: on
 
 # no gradient: comparisons, logical ops, integer division

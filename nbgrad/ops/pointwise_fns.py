@@ -540,6 +540,131 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return _make(np.isclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
+# -- second tier: atan2 hypot logaddexp (Tensor, Tensor), fmod and xlogy (scalar overloads) --
+
+
+def _tensor_other(other, fn):
+    if not isinstance(other, Tensor):
+        raise TypeError(
+            "%s(): argument 'other' (position 2) must be Tensor, not %s"
+            % (fn, type(other).__name__)
+        )
+    return other
+
+
+def _float_only(input, other, fn):
+    """hypot and logaddexp have floating kernels only: PyTorch's error for another result."""
+    dt = _dt.result_type(input, other)
+    if not dt.is_inexact:
+        raise NotImplementedError("\"%s_cpu\" not implemented for '%s'" % (fn, dt._legacy))
+
+
+@implements("atan2")
+def atan2(input, other, *, out=None):
+    op = R["atan2"]
+    return write_out(
+        pointwise(op, (_t(input, "atan2"), _tensor_other(other, "atan2"))),
+        out,
+        "atan2",
+        inputs=(input, other),
+    )
+
+
+@implements("hypot")
+def hypot(input, other, *, out=None):
+    _float_only(_t(input, "hypot"), _tensor_other(other, "hypot"), "hypot")
+    return write_out(pointwise(R["hypot"], (input, other)), out, "hypot", inputs=(input, other))
+
+
+@implements("logaddexp")
+def logaddexp(input, other, *, out=None):
+    _float_only(_t(input, "logaddexp"), _tensor_other(other, "logaddexp"), "logaddexp")
+    return write_out(
+        pointwise(R["logaddexp"], (input, other)), out, "logaddexp", inputs=(input, other)
+    )
+
+
+@implements("fmod")
+def fmod(input, other, *, out=None):
+    if not isinstance(input, Tensor):
+        raise TypeError(
+            "fmod() received an invalid combination of arguments - got (%s, %s), but expected "
+            "one of:\n * (Tensor input, Tensor other, *, Tensor out = None)\n * (Tensor input, "
+            "Number other, *, Tensor out = None)\n" % (type(input).__name__, type(other).__name__)
+        )
+    other = _operand(other)
+    dt = _dt.result_type(input, other)
+    if dt is _dt.bool:
+        raise NotImplementedError("\"fmod_cpu\" not implemented for 'Bool'")
+    if not dt.is_inexact and not dt.is_complex:  # integer fmod by zero: PyTorch raises
+        b = other._data if isinstance(other, Tensor) else other
+        if np.any(np.asarray(b) == 0):
+            raise RuntimeError("ZeroDivisionError")
+    if isinstance(other, Tensor):
+        res = pointwise(R["fmod.Tensor"], (input, other))
+    else:
+        if input._dtype is not dt:  # an integer (or bool) tensor and a float (or int) number
+            input = input.to(dt)
+        res = pointwise(R["fmod"], (input,), (other,))
+    return write_out(res, out, "fmod", inputs=(input, other))
+
+
+def _xlogy_complex(a, b):
+    dt = _dt.result_type(a, b)
+    if dt.is_complex:
+        raise NotImplementedError("\"xlogy_cpu\" not implemented for '%s'" % dt._legacy)
+
+
+_XLOGY_OVERLOADS = (
+    " * (Tensor input, Tensor other, *, Tensor out = None)\n"
+    " * (Number self, Tensor other, *, Tensor out = None)\n"
+    " * (Tensor input, Number other, *, Tensor out = None)\n"
+)
+
+
+@implements("xlogy")
+def xlogy(input, other, *, out=None):
+    input, other = _operand(input), _operand(other)
+    if isinstance(input, Tensor) and isinstance(other, Tensor):
+        res = pointwise(R["xlogy"], (input, other))
+    elif isinstance(other, Tensor):  # xlogy.Scalar_Self: a number times log of a tensor
+        _xlogy_complex(input, other)
+        res = pointwise(R["xlogy.Scalar_Self"], (other,), (input,))
+    elif isinstance(input, Tensor):  # xlogy.Scalar_Other
+        _xlogy_complex(input, other)
+        res = pointwise(R["xlogy.Scalar_Other"], (input,), (other,))
+    else:
+        raise TypeError(
+            "xlogy() received an invalid combination of arguments - got (%s, %s), but expected "
+            "one of:\n%s" % (type(input).__name__, type(other).__name__, _XLOGY_OVERLOADS)
+        )
+    return write_out(res, out, "xlogy", inputs=(input, other))
+
+
+def _inplace_not_implemented(name):
+    """``Tensor.<name>_`` for acosh/asinh/atanh: PyTorch records ``<Name>Backward1``, whose
+    backward raises (derivatives.yaml: not_implemented("inplace version of <name>"))."""
+    op = R[name]
+    node = name[0].upper() + name[1:] + "Backward1"
+
+    def vjp(node, grads):
+        raise NotImplementedError(
+            "the derivative for 'inplace version of %s' is not implemented." % name
+        )
+
+    def f(input):
+        r = unary(op, input.detach())
+        if needs_grad((input,)) and input._dtype.is_inexact:
+            return result(r._data, node, (input,), vjp)
+        return r
+
+    f.__name__ = name
+    return f
+
+
+for _name in ("acosh", "asinh", "atanh"):
+    R[_name].hints["inplace"] = _inplace_not_implemented(_name)
+
 for _op in list(REGISTRY.values()):
     if _op.kind in ("pointwise", "compare") and FUNCTION in _op.variants:
         if _op.fn is None:

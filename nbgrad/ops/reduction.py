@@ -11,11 +11,13 @@ import numpy as np
 from .. import dtypes as _dt
 from .._tensor import Tensor, _wrap_dim
 from ..autograd.batching import batched, lead
+from ..autograd.graph import SavedOutput
 from ..creation import zeros
-from ..grad_mode import no_grad
+from ..grad_mode import STATE, no_grad
 from ..kernels.cpu import reduce as K
 from .pointwise_fns import abs as _abs, conj, maximum, minimum, sign, where
-from .registry import FUNCTION, LINEAR, METHOD, OUT, op
+from .registry import FUNCTION, INPLACE, LINEAR, METHOD, OUT, op
+from .shape import cat
 
 FM, FMO = (FUNCTION, METHOD), (FUNCTION, METHOD, OUT)
 CPU = {"cpu": K}
@@ -730,3 +732,185 @@ def any(input, dim=None, keepdim=False):  # noqa: A001
     if input._data.ndim == 0:  # dim 0 or -1 of a 0-d tensor: itself
         axis = None
     return _make(np.asarray(np.any(input._data, axis=axis, keepdims=keepdim)))
+
+
+# -- second tier: cumprod, var_mean, std_mean --------------------------------------------------
+
+
+def _scan_back(o3, shape, d, x3):
+    """A scan result over ``to3d(a, (d,))`` (``x3``) back in ``a``'s shape (``shape``)."""
+    keep = [k for k in range(len(shape)) if k != d]
+    if x3.shape[2] == 1 and keep != list(range(len(shape) - 1)):
+        return np.moveaxis(o3.reshape([shape[k] for k in keep] + [shape[d]]), -1, d)
+    return o3.reshape(shape)
+
+
+_WIDE = {"f": np.float64, "c": np.complex128}
+
+
+def _cumprod_array(a, d):
+    """Running products of ``a`` along ``d``, accumulated as PyTorch's CPU kernel does (float64
+    for float32, complex128 for complex64, int64 for integers)."""
+    if a.ndim == 0:
+        return a.copy()
+    x3 = to3d(a, (d,))
+    o3 = np.empty(x3.shape, a.dtype)
+    if x3.size:
+        K.cumprod_fwd_cpu(x3, o3, _WIDE.get(a.dtype.kind, np.int64)(1))
+    return np.asarray(_scan_back(o3, a.shape, d, x3), order="C")
+
+
+def _reversed_cumsum(t, d):
+    return t.flip(d).cumsum(d).flip(d)
+
+
+def _cumprod_vjp(node, grads):
+    """PyTorch's cumprod_backward: with no zero in the input ``reversed_cumsum(out * g) / x``;
+    with zeros, an O(n) kernel when no graph is built, else the O(n^2) differentiable sum."""
+    (d,) = node.attrs
+    g = grads[0]
+    x = node.unpack("x")
+    shape = x._data.shape
+    if x._data.size <= 1 or shape[d] == 1:
+        return (g,)
+    out = node.unpack("out")
+    xc, oc = conj(x), conj(out)
+    if not np.any(x._data == 0):
+        return (_reversed_cumsum(oc * g, d) / xc,)
+    if not STATE.enabled:
+        a = [np.conj(t) if t.dtype.kind == "c" else t for t in (x._data, out._data)]
+        wide = _WIDE.get(g._data.dtype.kind, g._data.dtype.type)
+        x3, y3, g3 = (to3d(np.asarray(t, wide), (d,)) for t in (a[0], a[1], g._data))
+        gi = np.empty(x3.shape, wide)
+        K.cumprod_bwd_cpu(x3, y3, g3, gi)
+        return (_make(_scan_back(gi, shape, d, x3).astype(g._data.dtype)),)
+    n = shape[d]
+    ones_shape = list(shape)
+    ones_shape[d] = 1
+    ones = _make(np.ones(1, g._data.dtype)).expand(*ones_shape)
+    parts = []
+    for k in range(n):
+        if k == 0:
+            omega = cat([ones, cumprod(xc.narrow(d, 1, n - 1), d)], d)
+        else:
+            until = prod(xc.narrow(d, 0, k), d, keepdim=True)
+            if k == n - 1:
+                omega = until
+            else:
+                after = cumprod(xc.narrow(d, k + 1, n - k - 1), d)
+                omega = cat([until, until.expand_as(after) * after], d)
+        parts.append(sum(omega * g.narrow(d, k, n - k), d, keepdim=True))
+    return (cat(parts, d),)
+
+
+@op(
+    "cumprod",
+    "reduction",
+    node="CumprodBackward0",
+    vjp=_cumprod_vjp,
+    saves=("x", "out"),
+    variants=(FUNCTION, METHOD, INPLACE, OUT),
+    kernels=CPU,
+)
+def cumprod(input, dim, *, dtype=None):
+    x = input
+    d = _wrap_dim(dim, x._data.ndim)
+    od = (
+        _dt.as_dtype(dtype)
+        if dtype is not None
+        else (_dt.int64 if not x._dtype.is_inexact else x._dtype)
+    )
+    if x._dtype is not od:
+        x = x.to(od)  # (dtype=: PyTorch casts first; the node is still CumprodBackward0)
+    a = _compute_arr(x)
+    r = _cumprod_array(a, d).astype(od.np, copy=False)
+    return cumprod.op.record(r, (x,), attrs=(d,))
+
+
+def _mean_grad(g, shape, dims, keepdim, n):
+    return _grad_to(g, shape, dims, keepdim).expand(lead(g) + shape) / n
+
+
+@batched
+def _var_mean_vjp(node, grads):
+    shape, dims, keepdim, n, c, full = node.attrs
+    gvar, gmean = grads
+    x = node.unpack("x")
+    gx = None
+    if gvar is not None:
+        gx = _var_backward(_grad_to(gvar, shape, dims, keepdim), x, dims, n, c, full)
+    if gmean is not None:
+        m = _mean_grad(gmean, shape, dims, keepdim, n)
+        gx = m if gx is None else gx + m
+    return (gx,)
+
+
+@batched
+def _std_mean_vjp(node, grads):
+    shape, dims, keepdim, n, c, full = node.attrs
+    gstd, gmean = grads
+    gx = None
+    if gstd is not None:
+        out = _unsqueeze_to(node.unpack("out"), shape, dims, keepdim)
+        g = _grad_to(gstd, shape, dims, keepdim)
+        gv = where(out == 0, 0.0, g / (out * 2))
+        gx = _var_backward(gv, node.unpack("x"), dims, n, c, full)
+    if gmean is not None:
+        m = _mean_grad(gmean, shape, dims, keepdim, n)
+        gx = m if gx is None else gx + m
+    return (gx,)
+
+
+def _var_std_mean(input, dim, unbiased, keepdim, correction, take_sqrt, opdef):
+    """(var or std, mean) in one node (VarMeanBackward0 / StdMeanBackward0), as PyTorch."""
+    x = input
+    if isinstance(dim, bool):  # var_mean(x, False): the old "unbiased" positional
+        unbiased, dim = dim, None
+    name = "std_mean" if take_sqrt else "var_mean"
+    if not x._dtype.is_inexact:
+        raise RuntimeError("%s only support floating point and complex dtypes" % name)
+    with no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        v = _var_std(x, dim, unbiased, keepdim, correction, take_sqrt, var.op)
+        m = mean(x, dim, keepdim)
+    for w in caught:  # the degrees-of-freedom warning, named as PyTorch's
+        msg = str(w.message).replace("std()", name + "()").replace("var()", name + "()")
+        warnings.warn(msg, w.category, stacklevel=4)
+    dims = _dims(dim, x._data.ndim)
+    n = int(np.prod([x._data.shape[k] for k in dims], dtype=np.int64)) if x._data.ndim else 1
+    full = dim is None or x._data.ndim == 0
+    outs = opdef.record(
+        (v._data, m._data.reshape(v._data.shape)),
+        (x,),
+        attrs=(x._data.shape, dims, keepdim, n, _correction(unbiased, correction), full),
+    )
+    node = outs[0].grad_fn
+    if take_sqrt and node is not None:  # PyTorch saves result0 (the std), version-checked
+        node.saved["out"] = SavedOutput(outs[0])
+    return outs
+
+
+@op(
+    "var_mean",
+    "reduction",
+    node="VarMeanBackward0",
+    vjp=_var_mean_vjp,
+    saves=("x",),
+    variants=(FUNCTION,),
+    kernels=CPU,
+)
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _var_std_mean(input, dim, unbiased, keepdim, correction, False, var_mean.op)
+
+
+@op(
+    "std_mean",
+    "reduction",
+    node="StdMeanBackward0",
+    vjp=_std_mean_vjp,
+    saves=("x",),
+    variants=(FUNCTION,),
+    kernels=CPU,
+)
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _var_std_mean(input, dim, unbiased, keepdim, correction, True, std_mean.op)

@@ -11,7 +11,8 @@ and dtype promotion.  Accepted: numbers, the function's arguments, + - * / ** an
 ``where(cond, a, b)`` (cond a comparison), ``maximum``, ``minimum``, and each one-argument
 vocabulary function (kernels/vocab.py) whose registry op's partial gives its derivative: exp exp2
 log log2 log1p expm1 sqrt rsqrt sin cos tan tanh sigmoid erf abs round floor ceil trunc sign
-(Python's ``abs`` and ``round`` are the vocabulary's ``fabs`` and ``rint``).
+atan asin acos sinh cosh asinh acosh atanh (Python's ``abs`` and ``round`` are the vocabulary's
+``fabs`` and ``rint``).
 """
 
 import ast

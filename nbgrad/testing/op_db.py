@@ -169,6 +169,7 @@ REFS = {
     "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
     "relu": lambda x: np.maximum(x, 0),
     "reciprocal": lambda x: 1 / x,
+    "sinc": np.sinc,
 }
 
 STD = [(F((3, 4)),), (F(()),), (F((5,)),), (F((4, 3), T=True),)]
@@ -205,6 +206,17 @@ NUMPY_VOCAB = {
     "sigmoid": lambda v: 1 / (1 + np.exp(-v)),
     "rsqrt": lambda v: 1 / np.sqrt(v),
     "isnan": np.isnan,
+    "atan": np.arctan,
+    "asin": np.arcsin,
+    "acos": np.arccos,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "asinh": np.arcsinh,
+    "acosh": np.arccosh,
+    "atanh": np.arctanh,
+    "atan2": np.arctan2,
+    "hypot": np.hypot,
+    "real": np.real,
 }
 
 
@@ -854,6 +866,223 @@ OP_DB += [
 def _np_softmax(x, d):
     e = np.exp(x - x.max(d, keepdims=True))
     return e / e.sum(d, keepdims=True)
+
+
+# -- second tier: elementwise math, scans and moments, indexing -----------------------------------
+
+
+def _np_xlogy(x, y):
+    with np.errstate(all="ignore"):
+        return np.where(np.isnan(y), y, np.where(x == 0, 0.0, x * np.log(y)))
+
+
+def _np_index_add(x, d, idx, src, alpha=1.0):
+    y = np.moveaxis(x.copy(), d, 0)
+    np.add.at(y, idx, np.moveaxis(src, d, 0) * alpha)
+    return np.moveaxis(y, 0, d)
+
+
+def _np_index_copy(x, d, idx, src):
+    y = np.moveaxis(x.copy(), d, 0)
+    y[idx] = np.moveaxis(src, d, 0)
+    return np.moveaxis(y, 0, d)
+
+
+def _np_index_fill(x, d, idx, v):
+    y = np.moveaxis(x.copy(), d, 0)
+    y[idx] = v
+    return np.moveaxis(y, 0, d)
+
+
+_NP_REDUCE = {
+    "sum": np.add,
+    "prod": np.multiply,
+    "mean": np.add,
+    "amax": np.maximum,
+    "amin": np.minimum,
+}
+
+
+def _np_scatter_reduce(x, s, i, reduce, include_self):
+    """scatter_reduce along dim 1 (a loop; the reference is slow on purpose)."""
+    y = x.copy()
+    uf = _NP_REDUCE[reduce]
+    count = np.ones_like(x) if include_self else np.zeros_like(x)
+    seen = np.zeros(x.shape, bool)
+    for r in range(i.shape[0]):
+        for c in range(i.shape[1]):
+            t = (r, i[r, c])
+            if not include_self and not seen[t]:
+                y[t] = s[r, c]
+                seen[t] = True
+                count[t] = 1
+                continue
+            y[t] = uf(y[t], s[r, c])
+            count[t] += 1
+    if reduce == "mean":
+        y = y / np.where(count == 0, 1, count)
+    return y
+
+
+def _np_masked_scatter(x, s, m):
+    y = np.array(np.broadcast_to(x, np.broadcast_shapes(x.shape, m.shape)))
+    mb = np.broadcast_to(m, y.shape)
+    y[mb] = s.reshape(-1)[: int(mb.sum())]
+    return y
+
+
+SR_IDX = I([[0, 1, 0], [3, 3, 3], [2, 0, 1]])
+Z4 = [1.0, 0.0, 1.0, 0.0]  # zeros in cumprod's input: PyTorch's zero-aware backward
+OP_DB += [
+    OpInfo("atan2", lambda T, x, y: T.atan2(x, y), np.arctan2, BIN),
+    OpInfo("hypot", lambda T, x, y: T.hypot(x, y), np.hypot, BIN),
+    OpInfo("logaddexp", lambda T, x, y: T.logaddexp(x, y), np.logaddexp, BIN),
+    OpInfo(
+        "fmod",
+        lambda T, x: T.fmod(x, 1.5),
+        lambda x: np.fmod(x, 1.5),
+        [(F((3, 4)),)],
+        gradgrad=False,
+    ),
+    OpInfo(
+        "fmod.Tensor",
+        lambda T, x, y: x.fmod(y),
+        np.fmod,
+        [(F((3, 4)), F((3, 4), **POS))],
+        gradgrad=False,
+    ),
+    OpInfo(
+        "xlogy",
+        lambda T, x, y: T.xlogy(x, y),
+        _np_xlogy,
+        [(F((3, 4)), F((3, 4), **POS)), (F((3, 1)), F((4,), **POS))],
+    ),
+    OpInfo(
+        "xlogy.Scalar_Self",
+        lambda T, y: T.xlogy(2.5, y),
+        lambda y: 2.5 * np.log(y),
+        [(F((3, 4), **POS),)],
+    ),
+    OpInfo(
+        "xlogy.Scalar_Other",
+        lambda T, x: x.xlogy(1.7),
+        lambda x: x * np.log(1.7),
+        [(F((3, 4)),)],
+    ),
+    OpInfo("cumprod", lambda T, x: x.cumprod(1), lambda x: x.cumprod(1), S3),
+    OpInfo("cumprod", lambda T, x: T.cumprod(x, 0), lambda x: x.cumprod(0), [(F((5,)),)]),
+    OpInfo(
+        "cumprod",
+        lambda T, x: T.cumprod(x * T.tensor(Z4, dtype=x.dtype), -1),
+        lambda x: np.cumprod(x * np.asarray(Z4, x.dtype), -1),
+        [(F((3, 4)),)],
+    ),
+    OpInfo(
+        "var_mean",
+        lambda T, x: T.var_mean(x, 1),
+        lambda x: (x.var(1, ddof=1), x.mean(1)),
+        R3,
+    ),
+    OpInfo(
+        "var_mean",
+        lambda T, x: T.var_mean(x, (0, 2), keepdim=True, correction=0),
+        lambda x: (x.var((0, 2), keepdims=True), x.mean((0, 2), keepdims=True)),
+        R3,
+    ),
+    OpInfo(
+        "std_mean",
+        lambda T, x: T.std_mean(x, unbiased=False),
+        lambda x: (x.std(), x.mean()),
+        [(F((3, 4)),)],
+    ),
+    OpInfo(
+        "std_mean",
+        lambda T, x: T.std_mean(x, -1, keepdim=True),
+        lambda x: (x.std(-1, ddof=1, keepdims=True), x.mean(-1, keepdims=True)),
+        R3,
+    ),
+    OpInfo("select", lambda T, x: x.select(1, -1), lambda x: x[:, -1], M),
+    OpInfo("select", lambda T, x: T.select(x, 0, 1), lambda x: x[1], R3),
+    OpInfo("tile", lambda T, x: x.tile((2, 1, 2)), lambda x: np.tile(x, (2, 1, 2)), M),
+    OpInfo("tile", lambda T, x: T.tile(x, (2,)), lambda x: np.tile(x, (1, 2)), M),
+    OpInfo(
+        "repeat_interleave",
+        lambda T, x: x.repeat_interleave(2, dim=1),
+        lambda x: np.repeat(x, 2, 1),
+        M,
+    ),
+    OpInfo(
+        "repeat_interleave",
+        lambda T, x: T.repeat_interleave(x, 3),
+        lambda x: np.repeat(x.reshape(-1), 3),
+        [(F((2, 3)),)],
+    ),
+    OpInfo(
+        "repeat_interleave",
+        lambda T, x, r: x.repeat_interleave(r, dim=0),
+        lambda x, r: np.repeat(x, r, 0),
+        [(F((3, 4)), I([1, 0, 2]))],
+    ),
+    OpInfo(
+        "argwhere",
+        lambda T, x: T.argwhere(x > 0),
+        lambda x: np.argwhere(x > 0),
+        [(N((3, 4)),)],
+        grad=False,
+    ),
+    OpInfo(
+        "index_add",
+        lambda T, x, s, i: x.index_add(1, i, s, alpha=2.0),
+        lambda x, s, i: _np_index_add(x, 1, i, s, 2.0),
+        [(F((3, 4)), F((3, 3)), I([0, 2, 0]))],
+    ),
+    OpInfo(
+        "index_add",
+        lambda T, x, s, i: T.index_add(x, 0, i, s),
+        lambda x, s, i: _np_index_add(x, 0, i, s),
+        [(F((4, 3)), F((2, 3)), I([3, 1]))],
+    ),
+    OpInfo(
+        "index_copy",
+        lambda T, x, s, i: x.index_copy(1, i, s),
+        lambda x, s, i: _np_index_copy(x, 1, i, s),
+        [(F((3, 4)), F((3, 2)), I([3, 0]))],
+    ),
+    OpInfo(
+        "index_fill",
+        lambda T, x, i: x.index_fill(1, i, -1.5),
+        lambda x, i: _np_index_fill(x, 1, i, -1.5),
+        [(F((3, 4)), I([3, -4]))],
+    ),
+    OpInfo(
+        "index_fill",
+        lambda T, x, v, i: T.index_fill(x, 0, i, v),
+        lambda x, v, i: _np_index_fill(x, 0, i, v),
+        [(F((3, 4)), F(()), I([2, 0, 2]))],
+    ),
+    OpInfo(
+        "masked_scatter",
+        lambda T, x, s, m: x.masked_scatter(m, s),
+        _np_masked_scatter,
+        [
+            (F((3, 4)), F((3, 4)), B([True, False, True, True])),
+            (F((4,)), F((2, 5)), B([[True], [False]])),
+        ],
+    ),
+]
+for _red in ("sum", "prod", "mean", "amax", "amin"):
+    for _inc in (True, False):
+        OP_DB.append(
+            OpInfo(
+                "scatter_reduce",
+                (lambda r, inc: lambda T, x, s, i: x.scatter_reduce(1, i, s, r, include_self=inc))(
+                    _red, _inc
+                ),
+                (lambda r, inc: lambda x, s, i: _np_scatter_reduce(x, s, i, r, inc))(_red, _inc),
+                [(F((3, 4)), F((3, 3)), SR_IDX)],
+                gradgrad=_red not in ("amax", "amin"),
+            )
+        )
 
 
 def op_names():

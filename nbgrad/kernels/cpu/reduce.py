@@ -153,3 +153,50 @@ def logsumexp_fwd_cpu(x, out):
             for k in range(n):
                 s += np.exp(x[o, k, i] - m)
             out[o, i] = np.log(s) + m
+
+
+@njit(**JIT)
+def cumprod_fwd_cpu(x, out, acc0):
+    """Running products along axis 1, accumulated in ``acc0``'s type (float64/complex128 for
+    float32/complex64 inputs, PyTorch's CPU acc_type) and rounded to ``out``'s at each step."""
+    outer, n, inner = x.shape
+    for o in range(outer):
+        for i in range(inner):
+            acc = acc0
+            for k in range(n):
+                acc *= x[o, k, i]
+                out[o, k, i] = acc
+
+
+@njit(**JIT)
+def cumprod_bwd_cpu(x, y, g, gi):
+    """PyTorch's O(n) cumprod_backward (first order) along axis 1; ``x``, ``y``: the input and
+    the result (conjugated for complex), ``g`` the gradient.  Before the first zero z1 of a
+    line: reversed running sums of y * g divided by x; at z1: the gradient through the
+    products that z1 zeroes, up to the second zero, times y[z1 - 1]; after z1: 0."""
+    outer, n, inner = x.shape
+    for o in range(outer):
+        for i in range(inner):
+            z1 = n
+            for k in range(n):
+                gi[o, k, i] = 0
+                if z1 == n and x[o, k, i] == 0:
+                    z1 = k
+            acc = gi[o, 0, i]
+            for k in range(z1 - 1, -1, -1):
+                acc += y[o, k, i] * g[o, k, i]
+                gi[o, k, i] = acc / x[o, k, i]
+            if z1 == n:
+                continue
+            c = x[o, z1, i] - x[o, z1, i] + 1  # prod of x over (z1, j], in x's type
+            s = g[o, z1, i] * c
+            z2 = n
+            for j in range(z1 + 1, n):
+                if x[o, j, i] == 0:
+                    z2 = j
+                    break
+                c *= x[o, j, i]
+                s += c * g[o, j, i]
+            if z2 < n:  # later positions add c * 0 (NaN if the product overflowed)
+                s += c * 0
+            gi[o, z1, i] = s * y[o, z1 - 1, i] if z1 > 0 else s

@@ -32,6 +32,16 @@ fabs = np.abs
 isnan = np.isnan
 copysign = np.copysign  # (helpers only)
 erf = math.erf  # numpy has no erf
+atan = np.arctan
+asin = np.arcsin
+acos = np.arccos
+sinh = np.sinh
+cosh = np.cosh
+asinh = np.arcsinh
+acosh = np.arccosh
+atanh = np.arctanh
+atan2 = np.arctan2
+hypot = np.hypot
 
 
 def _inline(helper):

@@ -32,6 +32,16 @@ isnan = math.isnan
 fmod = math.fmod
 copysign = math.copysign  # (helpers only)
 erf = math.erf
+atan = math.atan
+asin = math.asin
+acos = math.acos
+sinh = math.sinh
+cosh = math.cosh
+asinh = math.asinh
+acosh = math.acosh
+atanh = math.atanh
+atan2 = math.atan2
+hypot = math.hypot
 
 
 def _device(helper):
