@@ -837,3 +837,33 @@ def test_out_aliasing_pytorch_allows(lib, call, want):
     a = lib.arange(4.0)
     call(lib, a)
     assert a.tolist() == want
+
+
+def test_gather_saves_its_input_version_checked(lib):
+    """PyTorch's gather_backward reads ``self``: writing the input in place (through a view)
+    after the forward is a version error at backward."""
+    T = lib
+    x0 = T.tensor([1.0, 2.0], dtype=T.float64, requires_grad=True)
+    x = x0 * 1
+    y = x.gather(0, T.tensor([1]))
+    x.flatten().div_(2.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_pow_tensor_result_is_version_checked_even_when_unused(lib):
+    """PowBackward1 saves its result for the exponent's gradient and PyTorch unpacks it even
+    when only the base requires grad."""
+    T = lib
+    x = T.tensor([1.0, 2.0], dtype=T.float64, requires_grad=True)
+    y = x ** T.tensor(2.0, dtype=T.float64)
+    y.zero_()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y[[1]].sum().backward()
+
+
+def test_zero_constant_pad_keeps_the_layout(lib):
+    x = lib.ones(1, 2, 3).mT.requires_grad_()
+    y = lib.nn.functional.pad(x, (0, 0))
+    assert y.stride() == (6, 1, 3) and y.grad_fn.name() == "ConstantPadNdBackward0"
+    assert lib.nn.functional.pad(x, (1, 0)).stride() == (9, 3, 1)

@@ -287,6 +287,11 @@ def pointwise_vjp(op, node, grads):
     g = grads[0]
     nf = node.next_functions
     attrs, cd = node.attrs
+    saved = node.saved
+    if saved is not None and "out" in saved:  # PyTorch unpacks (version-checks) a saved
+        res = saved["out"]  # result even when no partial needed here reads it
+        if res.hooked is None and res.vc[0] != res.version:
+            res.check(node)
     parts = _PARTIALS.get(op)
     if parts is None:
         parts = partials_of(op)

@@ -541,13 +541,22 @@ def _check_gather_index(index, shape, d):
 
 def _gather_vjp(node, grads):
     shape, d, ishape = node.attrs
+    node.array("x")  # version check: PyTorch's gather_backward(grad, self, ...) reads it
     index = _read_index(node, "index", ishape)
     _check_gather_index(index, shape, d)
     lin = _gather_lin(shape, d, index).reshape(ishape)
     return (_scatter_lin(grads[0], shape, lin),)
 
 
-@op("gather", "indexing", node="GatherBackward0", vjp=_gather_vjp, variants=FM, kernels=CPU)
+@op(
+    "gather",
+    "indexing",
+    node="GatherBackward0",
+    vjp=_gather_vjp,
+    variants=FM,
+    kernels=CPU,
+    saves=("x",),
+)
 def gather(input, dim, index, *, sparse_grad=False):
     shape = input._data.shape
     d = _wrap_dim(dim, len(shape))

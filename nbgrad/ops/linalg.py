@@ -1,6 +1,7 @@
 """Linear algebra: matmul mm bmm dot mv outer einsum.  GEMM goes through numpy/BLAS (see
 docs/performance.md: 4.5-7x faster than any Numba kernel measured)."""
 
+import math
 import string
 
 import numpy as np
@@ -207,7 +208,7 @@ def _matmul(a, b, bmm_op=None):
     _matmul_check(ea, eb, path)
     if path == "fold" and ea._data.ndim == 2:
         n, p = ea._data.shape[0], eb._data.shape[-1]
-        if n == 1 or p == 1 or 0 in ea._data.shape or 0 in eb._data.shape:
+        if n == 1 or p == 1 or n * p * math.prod(eb._data.shape[:-2]) == 0:
             # PyTorch: matmul(b.mT, a.mT).mT, whose .contiguous() is then a no-op: the result
             # is a transposed *view* (an in-place op on it rebases, AsStridedBackward0)
             a2 = a if ea is a else a.squeeze(0)  # the squeezed batch of 1, recorded

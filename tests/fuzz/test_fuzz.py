@@ -36,6 +36,83 @@ class Known:
 
 KNOWN = [
     Known(
+        "grad-none @ backward via scatter_add",
+        """
+        x1 = T.zeros((0, 1, 1), dtype=T.float32, requires_grad=True)
+        x3 = T.zeros((0, 0, 1), dtype=T.float32, requires_grad=True)
+        x5 = x1 // x3
+        i6 = T.zeros((0, 0, 1), dtype=T.int64)
+        x7 = T.zeros((0, 0, 1), dtype=T.float32, requires_grad=True)
+        x8 = T.scatter_add(x5, 2, i6, x7)
+        (x8.sum()).backward()
+        """,
+        "deliberate (docs/differences.md: a backward that raises): floor_divide's NotImplemented derivative raises; which leaves were accumulated before the error differs (autograd)",
+    ),
+    Known(
+        "grad-nan @ backward via layer_norm",
+        """
+        x5 = T.tensor([[[-1.0, 2.0, -2.0, 2.0]]], dtype=T.float64, requires_grad=True)
+        x6 = T.tensor([1.0, 1.0, 1.0, 1.0], dtype=T.float64, requires_grad=True)
+        x7 = T.tensor([1.0, 1.0, 1.0, 1.0], dtype=T.float64, requires_grad=True)
+        x8 = F.layer_norm(x5, (4,), x6, x7)
+        c9 = T.tensor([[[1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0], [1.0, -inf, 1.0, 1.0]]], dtype=T.float64)
+        grads = T.autograd.grad((x8 * c9).sum(), [x6], create_graph=True)
+        sum((g * g).sum() for g in grads).backward()
+        """,
+        "new (fuzz, seeds 10000+): layer_norm's create_graph weight gradient with an infinite upstream gradient: -inf where PyTorch gives nan (pointwise NaN; open)",
+    ),
+    Known(
+        "grad-none @ backward via where",
+        """
+        x0 = T.tensor([1.0], dtype=T.float64, requires_grad=True)
+        x1 = T.tensor([1.0], dtype=T.float64, requires_grad=True)
+        x3 = x0 // x1
+        x4 = T.tensor(1.0, dtype=T.float64, requires_grad=True)
+        x5 = T.tensor(False, dtype=T.bool)
+        x6 = T.where(x5, x3, x4)
+        (x6.sum()).backward()
+        """,
+        "deliberate (docs/differences.md: a backward that raises): floor_divide's NotImplemented derivative raises; which leaves were accumulated before the error differs (autograd)",
+    ),
+    Known(
+        "grad-value @ backward via stack",
+        """
+        x4 = T.tensor(1.0, dtype=T.float64, requires_grad=True)
+        x5 = T.tensor(1.0, dtype=T.float64, requires_grad=True)
+        x6 = T.stack([x5, x4], -1)
+        L = x6.sum()
+        L.backward(retain_graph=True)
+        L.backward()
+        """,
+        "deliberate (docs/differences.md: leaf gradients never alias): PyTorch stores both leaves' .grad as views of one gradient buffer (stack of 0-d tensors), so a second backward adds into both (autograd)",
+    ),
+    Known(
+        "grad-none @ backward via roll",
+        """
+        x0 = T.tensor([1.0], dtype=T.float64, requires_grad=True)
+        x1 = T.tensor([[1.0]], dtype=T.float64, requires_grad=True)
+        x2 = x0 // x1
+        i3 = T.zeros((0, 1), dtype=T.int64)
+        x4 = T.zeros((0, 1), dtype=T.float64, requires_grad=True)
+        x5 = T.scatter_add(x2, 0, i3, x4)
+        x6 = T.roll(x5, -1)
+        (x6.sum()).backward()
+        """,
+        "deliberate (docs/differences.md: a backward that raises): floor_divide's NotImplemented derivative raises; which leaves were accumulated before the error differs (autograd)",
+    ),
+    Known(
+        "grad-none @ backward via node_post_acc",
+        """
+        x1 = T.tensor([[1.0], [1.0]], dtype=T.float64, requires_grad=True)
+        x2 = T.tensor([1.0, 1.0], dtype=T.float64, requires_grad=True)
+        x3 = F.linear(x1, x1, x2)
+        x6 = T.mv(x3, x2)
+        x1.register_post_accumulate_grad_hook(lambda p: p.grad.mul_(2) and None)
+        (x6.sum()).backward()
+        """,
+        "deliberate (docs/differences.md: a backward that raises): the hook itself raises (bool of a tensor); which leaves were accumulated before the error differs (autograd)",
+    ),
+    Known(
         "grad-none @ backward via mul",
         """
         x0 = T.tensor([1.0], dtype=T.float32, requires_grad=True)

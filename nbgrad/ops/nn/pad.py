@@ -8,6 +8,7 @@ from ...creation import zeros
 from ...grad_mode import STATE
 from ...kernels.cpu import conv as KC
 from ..registry import op
+from ..shape import preserve_array
 from ._common import carray, check_float, compute_dtype
 
 _make = Tensor._make
@@ -45,6 +46,8 @@ def constant_pad_nd(x, pad, value=0.0):
         src[d] = slice(s0, s0 + length)
         dst[d] = slice(d0, d0 + length)
         shape[d] = new
+    if not any(pad):  # PyTorch: self.clone(), which keeps the input's layout
+        return constant_pad_nd.op.record(preserve_array(a), (x,), attrs=(pad, value))
     out = np.full(shape, value, a.dtype)
     out[tuple(dst)] = a[tuple(src)]
     return constant_pad_nd.op.record(out, (x,), attrs=(pad, value))
