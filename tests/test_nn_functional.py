@@ -443,3 +443,26 @@ def test_embedding_padding_and_freq_grads_match_torch(create_graph):
             torch.nn.functional.embedding(torch.tensor(idx), wt, **kw), wt, torch.tensor(g)
         )
         np.testing.assert_allclose(gn.detach().numpy(), gt.numpy(), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize(
+    "call, kernel",
+    [
+        (lambda T, x: T.nn.functional.layer_norm(x, (4,)), "LayerNormKernelImpl"),
+        (lambda T, x: T.nn.functional.mse_loss(x, x), "mse_cpu"),
+        (lambda T, x: T.nn.functional.batch_norm(x, None, None, training=True), "batch_norm"),
+        (
+            lambda T, x: T.nn.functional.cross_entropy(x.reshape(2, 16), T.zeros(2).long()),
+            "log_softmax_lastdim_kernel_impl",
+        ),
+        (
+            lambda T, x: T.nn.functional.nll_loss(x.reshape(2, 16), T.zeros(2).long()),
+            "nll_loss_out_frame",
+        ),
+    ],
+)
+def test_integer_inputs_raise_pytorchs_not_implemented_error(call, kernel):
+    for T in (nbgrad,) + ((torch,) if torch is not None else ()):
+        x = T.ones(1, 2, 4, 4, dtype=T.long)
+        with pytest.raises(NotImplementedError, match="\"%s\" not implemented for 'Long'" % kernel):
+            call(T, x)

@@ -22,8 +22,9 @@ def needs(node, i):
 
 
 def check_float(x, fn):
+    """PyTorch's dispatch error for a kernel without integer support (``fn``: its kernel name)."""
     if not x._dtype.is_inexact:
-        raise RuntimeError("\"%s\" not implemented for '%s'" % (fn, x._dtype._legacy))
+        raise NotImplementedError("\"%s\" not implemented for '%s'" % (fn, x._dtype._legacy))
     if x._dtype.is_complex:
         raise RuntimeError("%s: complex tensors are not supported" % fn)
 

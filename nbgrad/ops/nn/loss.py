@@ -108,6 +108,8 @@ def _mse_vjp(node, grads):
 def mse_loss(x, t, reduction="mean"):
     """Same-shape ``x`` and ``t`` (F.mse_loss broadcasts them first)."""
     dt = _dt.result_type(x, t)
+    if not dt.is_inexact:
+        raise NotImplementedError("\"mse_cpu\" not implemented for '%s'" % dt._legacy)
     cd = compute_dtype(dt)
     out = np.empty(x.shape, cd)
     total = KL.mse_fwd_cpu(carray(x, cd).reshape(-1), carray(t, cd).reshape(-1), out.reshape(-1))
@@ -300,7 +302,7 @@ _NLL_NODES = {"1d": "NllLossBackward0", "2d": "NllLoss2DBackward0"}
 @op("nll_loss", "nn", node=_NLL_NODES, vjp=_nll_vjp, saves=("x",), kernels=CPU, double=True)
 def nll_loss(x, target, weight=None, ignore_index=-100, reduction="mean"):
     """Log-probabilities ``x`` and class-index targets."""
-    check_float(x, "nll_loss")
+    check_float(x, "nll_loss_out_frame")
     check_no_grad(weight, "nll_loss_forward", "weight")
     return _nll(x, target, weight, ignore_index, reduction, 0.0, False, nll_loss.op)
 
@@ -316,7 +318,7 @@ def nll_loss(x, target, weight=None, ignore_index=-100, reduction="mean"):
 def cross_entropy(x, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
     """Logits ``x`` and class-index targets: one fused log-softmax + NLL kernel each way
     (stable for logits of any magnitude)."""
-    check_float(x, "cross_entropy")
+    check_float(x, "log_softmax_lastdim_kernel_impl")
     check_no_grad(weight, "nll_loss_forward", "weight")
     return _nll(
         x, target, weight, ignore_index, reduction, float(label_smoothing), True, cross_entropy.op
