@@ -59,7 +59,7 @@ KNOWN = [
         grads = T.autograd.grad((x8 * c9).sum(), [x6], create_graph=True)
         sum((g * g).sum() for g in grads).backward()
         """,
-        "new (fuzz, seeds 10000+): layer_norm's create_graph weight gradient with an infinite upstream gradient: -inf where PyTorch gives nan (pointwise NaN; open)",
+        "new (fuzz, seeds 10000+): second derivative through layer_norm's create_graph weight gradient with an infinite upstream gradient: the input's gradient is NaN where PyTorch gives -inf in one element (pointwise NaN; open)",
     ),
     Known(
         "grad-none @ backward via where",
