@@ -884,6 +884,26 @@ def _bounds(a):
     return lo, hi + a.itemsize
 
 
+ERR_PARTIAL_OVERLAP = (
+    "unsupported operation: some elements of the input tensor and the written-to tensor refer "
+    "to a single memory location. Please clone() the tensor before performing the operation."
+)
+
+
+def overlap_status(a, b):
+    """ "no", "full" or "partial" for arrays ``a`` and ``b``: PyTorch's get_overlap_status
+    (non-dense operands, whose overlap is 'too hard' to tell, count as no overlap, as there).
+    In-place ops and ``out=`` refuse a "partial" operand."""
+    if a.size == 0 or b.size == 0 or not np.may_share_memory(a, b):
+        return "no"
+    if not _dense(a) or not _dense(b):
+        return "no"
+    (alo, ahi), (blo, bhi) = _bounds(a), _bounds(b)
+    if alo == blo and ahi == bhi:
+        return "full" if a.strides == b.strides else "partial"
+    return "partial" if alo < bhi and blo < ahi else "no"
+
+
 def view_positions(v, b):
     """Flat (C-order) index in base ``b`` of each element of view ``v`` (which shares its memory);
     any base layout (non-contiguous, permuted, negative strides).  Arrays ``v`` and ``b``."""

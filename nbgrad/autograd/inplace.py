@@ -12,9 +12,9 @@ import numpy as np
 
 from .. import _flags
 from .._tensor import (
+    ERR_PARTIAL_OVERLAP,
     Tensor,
-    _bounds,
-    _dense,
+    overlap_status,
     prune_views,
     storage_root,
     view_positions,
@@ -31,10 +31,7 @@ from .saved import MUTATION
 
 _make = Tensor._make
 
-_OVERLAP = (
-    "unsupported operation: some elements of the input tensor and the written-to tensor refer "
-    "to a single memory location. Please clone() the tensor before performing the operation."
-)
+_OVERLAP = ERR_PARTIAL_OVERLAP
 _INTERNAL_OVERLAP = (
     "unsupported operation: more than one element of the written-to tensor refers to a single "
     "memory location. Please clone() the tensor before performing the operation."
@@ -148,19 +145,8 @@ def _write_overlapping(dst, new):
 
 
 def _overlap(out, other):
-    """ "no", "full" or "partial": PyTorch's get_overlap_status (non-dense operands, whose
-    overlap is 'too hard' to tell, count as no overlap, as there)."""
-    if out is other:
-        return "full"
-    a, b = out._data, other._data
-    if a.size == 0 or b.size == 0 or not np.may_share_memory(a, b):
-        return "no"
-    if not _dense(a) or not _dense(b):
-        return "no"
-    (alo, ahi), (blo, bhi) = _bounds(a), _bounds(b)
-    if alo == blo and ahi == bhi:
-        return "full" if a.strides == b.strides else "partial"
-    return "partial" if alo < bhi and blo < ahi else "no"
+    """``overlap_status`` of two tensors (the same tensor: "full")."""
+    return "full" if out is other else overlap_status(out._data, other._data)
 
 
 # ops whose operands must not overlap the output at all (PyTorch's assert_no_overlap)

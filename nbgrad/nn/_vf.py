@@ -212,52 +212,33 @@ def lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectiona
     )
 
 
-def gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
-    """``(output, h_n)``; ``params`` per layer and direction: w_ih, w_hh[, b_ih, b_hh]."""
-    return _run(
-        "gru",
-        _gru_step,
-        input,
-        hx,
-        params,
-        has_biases,
-        num_layers,
-        dropout,
-        train,
-        bidirectional,
-        batch_first,
-    )
+def _loop(mode, step, doc):
+    """The ``torch._VF`` entry point of a one-state recurrent layer: ``(output, h_n)``."""
+
+    def f(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+        return _run(
+            mode,
+            step,
+            input,
+            hx,
+            params,
+            has_biases,
+            num_layers,
+            dropout,
+            train,
+            bidirectional,
+            batch_first,
+        )
+
+    f.__name__ = f.__qualname__ = mode
+    f.__doc__ = doc
+    return f
 
 
-def rnn_tanh(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
-    """``(output, h_n)`` of a tanh Elman RNN."""
-    return _run(
-        "rnn_tanh",
-        _tanh_step,
-        input,
-        hx,
-        params,
-        has_biases,
-        num_layers,
-        dropout,
-        train,
-        bidirectional,
-        batch_first,
-    )
-
-
-def rnn_relu(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
-    """``(output, h_n)`` of a relu Elman RNN."""
-    return _run(
-        "rnn_relu",
-        _relu_step,
-        input,
-        hx,
-        params,
-        has_biases,
-        num_layers,
-        dropout,
-        train,
-        bidirectional,
-        batch_first,
-    )
+gru = _loop(
+    "gru",
+    _gru_step,
+    "``(output, h_n)``; ``params`` per layer and direction: w_ih, w_hh[, b_ih, b_hh].",
+)
+rnn_tanh = _loop("rnn_tanh", _tanh_step, "``(output, h_n)`` of a tanh Elman RNN.")
+rnn_relu = _loop("rnn_relu", _relu_step, "``(output, h_n)`` of a relu Elman RNN.")

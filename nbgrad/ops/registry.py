@@ -19,7 +19,7 @@ import traceback
 import numpy as np
 
 from .. import _flags
-from .._tensor import Tensor, _dense, view_meta
+from .._tensor import ERR_PARTIAL_OVERLAP, Tensor, overlap_status, view_meta
 from ..autograd.anomaly_mode import STATE as _anomaly
 from ..autograd.graph import Node, SavedOutput, SavedTensor, edge, next_seq
 from ..autograd.profiler import op_call
@@ -338,27 +338,6 @@ def taps(node):
         node._trace = traceback.extract_stack()[:-3]
 
 
-_PARTIAL_OVERLAP = (
-    "unsupported operation: some elements of the input tensor and the written-to tensor refer "
-    "to a single memory location. Please clone() the tensor before performing the operation."
-)
-
-
-def _partial_overlap(a, b):
-    """PyTorch's ``get_overlap_status(a, b) == Partial``: both dense and non-overlapping,
-    their memory ranges intersect, and they are not the very same layout (anything not dense
-    is "too hard" and allowed)."""
-    if a.size == 0 or b.size == 0 or not np.may_share_memory(a, b):
-        return False
-    if not (_dense(a) and _dense(b)) or min(a.strides + b.strides, default=0) < 0:
-        return False
-    a0, b0 = a.__array_interface__["data"][0], b.__array_interface__["data"][0]
-    a1, b1 = a0 + a.nbytes, b0 + b.nbytes
-    if a0 == b0 and a1 == b1:
-        return a.strides != b.strides
-    return a0 < b1 and b0 < a1
-
-
 def write_out(res, out, name, inputs=()):
     """The ``out=`` variant: copy into ``out`` (resized if empty), bump its version.
     ``inputs``: the op's arguments; one that partially overlaps ``out`` is PyTorch's error."""
@@ -366,8 +345,8 @@ def write_out(res, out, name, inputs=()):
         return res
     for x in inputs:
         for t in x if isinstance(x, (list, tuple)) else (x,):  # cat/stack: a list of tensors
-            if isinstance(t, Tensor) and _partial_overlap(t._data, out._data):
-                raise RuntimeError(_PARTIAL_OVERLAP)
+            if isinstance(t, Tensor) and overlap_status(t._data, out._data) == "partial":
+                raise RuntimeError(ERR_PARTIAL_OVERLAP)
     if STATE.enabled and (res._requires_grad or out._requires_grad):
         raise RuntimeError(
             "%s(): functions with out=... arguments don't support automatic "
