@@ -144,13 +144,17 @@ def _run(
     bidirectional,
     batch_first,
 ):
+    lstm = mode == "lstm"
+    if lstm:
+        if len(hx) != 2:
+            raise RuntimeError("lstm expects two hidden states")
+        hx = tuple(hx)
     if input.ndim != 3:
         raise RuntimeError("input must have 3 dimensions, got %d" % input.ndim)
     if batch_first:
         input = input.transpose(0, 1)
     if input.shape[0] == 0:
         raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
-    lstm = mode == "lstm"
     proj = lstm and hx[0].shape[-1] != hx[1].shape[-1]
     per = (4 if has_biases else 2) + (1 if proj else 0)
     D = 2 if bidirectional else 1
@@ -192,28 +196,8 @@ def _run(
     return output, stack(finals, 0)
 
 
-def lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
-    """``(output, h_n, c_n)``; ``params`` per layer and direction: w_ih, w_hh[, b_ih, b_hh]
-    [, w_hr] (projections when h and c differ in size)."""
-    if len(hx) != 2:
-        raise RuntimeError("lstm expects two hidden states")
-    return _run(
-        "lstm",
-        _lstm_step,
-        input,
-        tuple(hx),
-        params,
-        has_biases,
-        num_layers,
-        dropout,
-        train,
-        bidirectional,
-        batch_first,
-    )
-
-
 def _loop(mode, step, doc):
-    """The ``torch._VF`` entry point of a one-state recurrent layer: ``(output, h_n)``."""
+    """The ``torch._VF`` entry point ``mode`` of a recurrent layer."""
 
     def f(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
         return _run(
@@ -235,6 +219,12 @@ def _loop(mode, step, doc):
     return f
 
 
+lstm = _loop(
+    "lstm",
+    _lstm_step,
+    "``(output, h_n, c_n)``; ``params`` per layer and direction: w_ih, w_hh[, b_ih, b_hh]"
+    "[, w_hr] (projections when h and c differ in size).",
+)
 gru = _loop(
     "gru",
     _gru_step,
