@@ -87,9 +87,19 @@ class Tensor:
 
     @classmethod
     def _make(cls, arr, grad_fn=None, output_nr=0, vc=None, base=None):
-        """The internal constructor: wrap a numpy array (no copy, no checks)."""
+        """The internal constructor: wrap a numpy array (no copy, no checks); ``_init``
+        inlined (NOTE [per-op cost]: one call less on every op)."""
         t = object.__new__(cls)
-        Tensor._init(t, arr, grad_fn, output_nr, vc, base)
+        t._data = arr
+        t._dtype = _FROM_NP[arr.dtype]
+        t._requires_grad = grad_fn is not None
+        t._grad_fn = grad_fn
+        t._output_nr = output_nr
+        t._vc = vc if vc is not None else [0]
+        if base is not None:
+            t._basev = base
+            _track_view(t, base)
+        t._inference = STATE.inference
         return t
 
     def _set_base(self, base):

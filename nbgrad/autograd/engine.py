@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 
 from .. import _flags, grad_mode
+from .._tensor import Tensor
 from .._fpstate import EXTOBJ as _EXTOBJ, IGNORE as _IGNORE
 from ..creation import zeros
 from . import profiler
@@ -45,7 +46,8 @@ def run_backward(
     Returns the captured gradients for ``inputs`` when ``accumulate`` is False (autograd.grad).
     ``batched``: every gradient has one leading batch dim (NOTE [batched backward]).
     """
-    deps = _count_dependencies({n for n, _ in roots})
+    root_nodes = {n for n, _ in roots}
+    deps = _count_dependencies(root_nodes)
     buffers = {}
     for (node, nr), g in zip(roots, grads):
         _add(buffers, node, nr, g)
@@ -53,13 +55,12 @@ def run_backward(
     captures = None  # node -> [(output_nr, input index)]
     execute = None  # None = run every node
     if inputs is not None:
-        captures, execute = plan(inputs, deps, {n for n, _ in roots}, accumulate)
+        captures, execute = plan(inputs, deps, root_nodes, accumulate)
     captured = [None] * (len(inputs) if inputs is not None else 0)
-    root_nodes = {n for n, _ in roots}
     TASKS.stack += (GraphTask(deps, root_nodes, execute, captures, accumulate),)
 
     ready, tick = [], itertools.count()
-    for node in {n for n, _ in roots}:
+    for node in root_nodes:
         if deps.get(node, 0) == 0:
             heapq.heappush(ready, (-node._seq, next(tick), node))
 
@@ -68,26 +69,48 @@ def run_backward(
     prev_batch = BATCH.dims
     BATCH.dims = 1 if batched else 0
     quiet = _EXTOBJ.set(_IGNORE)  # IEEE inf/nan without numpy RuntimeWarnings, like PyTorch
-    plain = execute is None and not ANOMALY.enabled and not batched and not _flags.PROFILE
+    plain = (
+        execute is None
+        and captures is None
+        and not ANOMALY.enabled
+        and not batched
+        and not _flags.PROFILE
+    )
     heappop, heappush = heapq.heappop, heapq.heappush
+    nxt = None  # NOTE [ready order] shortcut: the one node made ready that runs next anyway
     try:
-        while ready:
-            node = heappop(ready)[2]
+        while True:
+            if nxt is not None:
+                node, nxt = nxt, None
+            elif ready:
+                node = heappop(ready)[2]
+            else:
+                break
             slots = buffers.pop(node, None)
             outs = None
             if slots is not None:
                 if (
                     plain
-                    and type(node) is not AccumulateGrad
                     and node._tensor_hooks is None
                     and node._retain is None
                     and node._pre_hooks is None
                     and node._post_hooks is None
-                    and captures is None
+                    and type(node) is not AccumulateGrad
                 ):
-                    # the common case: no hooks, no captures (NOTE [hook order] is moot)
+                    # the common case: no hooks, no captures (NOTE [hook order] is moot);
+                    # NOTE [per-node cost]: conform_grads's no-op case inlined
                     if len(slots) == 1 and 0 in slots and getattr(node, "_nout", 1) == 1:
-                        outs = conform_grads(node, node.apply((slots[0],)))
+                        outs = node.apply((slots[0],))
+                        meta = node._in_meta
+                        if len(outs) != len(meta):
+                            outs = conform_grads(node, outs)
+                        else:
+                            for g, m in zip(outs, meta):
+                                if g is not None and (
+                                    g._data.shape != m[0] or g._dtype is not m[1]
+                                ):
+                                    outs = conform_grads(node, outs)
+                                    break
                         if not keep_graph:
                             node.release()
                     else:
@@ -103,17 +126,32 @@ def run_backward(
                 # runs, as in PyTorch: its hooks see None, a custom Function's backward gets
                 # zeros (or None without materialize_grads); built-in nodes pass None on.
                 outs = _run_node(node, _NO_GRADS, keep_graph, captures, captured, execute)
-            for i, (child, nr) in enumerate(node.next_functions):
-                if child is None:
-                    continue
-                if outs is not None:
-                    g = outs[i]
-                    if g is not None:
-                        _add(buffers, child, nr, g)
-                left = deps[child] - 1
-                deps[child] = left
-                if left == 0:
-                    heappush(ready, (-child._seq, next(tick), child))
+            i = 0
+            for child, nr in node.next_functions:
+                if child is not None:
+                    if outs is not None:
+                        g = outs[i]
+                        if g is not None:
+                            b = buffers.get(child)
+                            if b is None:
+                                buffers[child] = {nr: g}
+                            elif nr in b:
+                                b[nr] = _accumulate(b[nr], g, create_graph)
+                            else:
+                                b[nr] = g
+                    left = deps[child] - 1
+                    deps[child] = left
+                    if left == 0:
+                        # it would be popped next (the highest sequence number; ties keep
+                        # push order, so only a strictly higher one skips the heap)
+                        if nxt is None and (not ready or child._seq > -ready[0][0]):
+                            nxt = child
+                        else:
+                            if nxt is not None:
+                                heappush(ready, (-nxt._seq, next(tick), nxt))
+                                nxt = None
+                            heappush(ready, (-child._seq, next(tick), child))
+                i += 1
     finally:
         grad_mode.STATE.enabled = prev
         BATCH.dims = prev_batch
@@ -188,6 +226,18 @@ def _add(buffers, node, nr, g):
         slots[nr] = slots[nr] + g
     else:
         slots[nr] = g
+
+
+def _accumulate(a, b, create_graph):
+    """``a + b`` for two gradients of one input (PyTorch's InputBuffer::add).  Without
+    create_graph, two gradients of the same dtype and layout are added as arrays (NOTE
+    [per-node cost]); anything else (a graph to build, a dtype or layout to reconcile) takes
+    the ``add`` op."""
+    x, y = a._data, b._data
+    if create_graph or a._dtype is not b._dtype or x.strides != y.strides or x.shape != y.shape:
+        return a + b
+    r = np.add(x, y)
+    return Tensor._make(r if type(r) is np.ndarray else np.asarray(r))
 
 
 def _count_dependencies(root_nodes):

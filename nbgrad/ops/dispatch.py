@@ -184,6 +184,10 @@ def pointwise(op, inputs, attrs=(), contiguous=False):
     ``contiguous``: a C-contiguous result whatever the inputs' layout (masked_fill)."""
     if _flags.PROFILE:  # NOTE [profiler flag]
         return leaf_op(op.name, pointwise, op, inputs, attrs, contiguous)
+    if len(inputs) == 1 and not contiguous and op.rule != "real":
+        a = inputs[0]
+        if isinstance(a, Tensor) and not a._dtype.is_complex and len(op.args) == 1:
+            return unary(op, a, tuple(attrs))
     dt = pointwise_dtype(op, inputs)
     cd = _dt.float32 if dt is _dt.float16 else dt
     npd = cd.np
@@ -312,9 +316,11 @@ def binary(op, a, b):
     return t
 
 
-def unary(op, a):
-    """Fast path of ``pointwise`` for one Tensor argument and no attributes."""
+def unary(op, a, attrs=()):
+    """Fast path of ``pointwise`` for one real Tensor argument (and scalar attributes)."""
     if _flags.PROFILE:  # NOTE [profiler flag]
+        if attrs:
+            return leaf_op(op.name, unary, op, a, attrs)
         return leaf_op(op.name, unary, op, a)
     dt = a._dtype
     if not dt.is_inexact and op.rule == "float":
@@ -323,12 +329,12 @@ def unary(op, a):
     xa = a._data
     if xa.dtype != cd.np:
         xa = cast(xa, cd.np)
-    k = op._cache.get((cd, False))
+    k = op._cache.get((cd, bool(attrs)))
     if k is None:
-        k = _kernel(op, cd, False)
+        k = _kernel(op, cd, bool(attrs))
     token = _EXTOBJ.set(_IGNORE)
     try:
-        out = k(xa)
+        out = k(xa, *attrs) if attrs else k(xa)
     finally:
         _EXTOBJ.reset(token)
     if type(out) is not np.ndarray:
@@ -341,11 +347,11 @@ def unary(op, a):
         node._in_meta = ((a._data.shape, a._dtype),)
         node._seq = next_seq()
         node.op = op.vjp
-        node.attrs = ((), cd.name)
+        node.attrs = (attrs, cd.name)
         t = _make(out, node, 0)
         saves = op.saves
         if saves:
-            node.saved = {n: (SavedTensor(a) if n == "x" else SavedOutput(t)) for n in saves}
+            node.saved = {n: (SavedOutput(t) if n == "out" else SavedTensor(a)) for n in saves}
         else:
             node.saved = None
         if _flags.TAPS:
@@ -353,5 +359,5 @@ def unary(op, a):
     else:
         t = _make(out)
     if _flags.FWD:
-        pointwise_jvp(op, (a,), (), t)
+        pointwise_jvp(op, (a,), attrs, t)
     return t

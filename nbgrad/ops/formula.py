@@ -12,6 +12,7 @@ import numpy as np
 from .. import _flags, dtypes as _dt, grad_mode
 from .._tensor import Tensor
 from ..autograd.batching import batched
+from ..autograd.saved import SavedOutput, SavedTensor
 from ..autograd.dual import DUAL, set_tangent, tangent_of
 from ..creation import tensor
 from ..grad_mode import STATE
@@ -32,6 +33,8 @@ __all__ = [
 ]
 
 _make = Tensor._make
+_NP_OF = {name: d.np for name, d in _dt._NAMES.items()}  # compute dtype name -> numpy dtype
+_SAVED = (SavedTensor, SavedOutput)
 
 # The nbgrad op computing a vocabulary function, where the names differ (same maths).
 OP_OF = {"fabs": "abs", "rint": "round", "spow": "pow", "floor_divide": "div_floor"}
@@ -146,6 +149,7 @@ class _Partial:
         "kernels",
         "param_types",
         "params",
+        "sources",
         "tag",
     )
 
@@ -171,6 +175,7 @@ class _Partial:
         self.cparams = ("g",) + tuple(n for n in known if n in cused)
         self.ccode = compile(select_form(self.cexpr), "<%s cpartial %d>" % (op.name, i), "eval")
         self.kernels = {}  # compute dtype name -> the fused ufunc
+        self.sources = None  # filled by _slot_plan
 
     def kernel(self, dtype):
         """The fused ufunc for compute dtype ``dtype``; ``k.params`` is what it takes."""
@@ -278,12 +283,98 @@ def kernel_plan(op, role):
 
 def vjp_of(op):
     """The node backward of pointwise ``op``; broadcasting makes it batch-aware as it is."""
-    return batched(lambda node, grads: pointwise_vjp(op, node, grads))
+
+    def vjp(node, grads):
+        if STATE.enabled:
+            return pointwise_vjp(op, node, grads)
+        return _vjp_arrays(op, node, grads[0])
+
+    return batched(vjp)
+
+
+def _slot_plan(op):
+    """``((slot, partial), ...)`` for the op's node slots (slot k is argument ``op.slots[k]``),
+    and per partial the sources of its parameters after ``g``: ``(name, attribute index or
+    -1 for a saved value, cast)`` -- precomputed so the backward does no name lookups."""
+    parts = partials_of(op)
+    plan = []
+    for k, i in enumerate(op.slots):
+        part = parts[i]
+        if part is not None and part.const is None and part.sources is None:
+            part.sources = tuple(
+                (n, op.attrs.index(n) if n in op.attrs else -1, n not in part.param_types)
+                for n in part.params[1:]
+            )
+        plan.append((k, part))
+    plan = _SLOT_PLANS[op] = tuple(plan)
+    return plan
+
+
+_SLOT_PLANS = {}
+
+
+def _vjp_arrays(op, node, g):
+    """The create_graph=False backward of a pointwise op (NOTE [per-node cost]): straight on
+    arrays, one fused kernel per partial, no graph, no name lookups."""
+    attrs, cd = node.attrs
+    saved = node.saved
+    if saved is not None:
+        res = saved.get("out")  # PyTorch unpacks (version-checks) a saved result even when
+        if res is not None and res.hooked is None and res.vc[0] != res.version:
+            res.check(node)  # no partial needed here reads it
+    plan = _SLOT_PLANS.get(op)
+    if plan is None:
+        plan = _slot_plan(op)
+    npd = _NP_OF[cd]
+    garr = g._data
+    if garr.dtype != npd:
+        garr = garr.astype(npd)
+    nf = node.next_functions
+    out = [None] * len(nf)
+    for k, part in plan:
+        if part is None or nf[k][0] is None:
+            continue
+        const = part.const
+        if const is not None:
+            # a number needs no kernel: pass on, scale, or zeros (never g * 0: NaN * 0 is NaN)
+            if const == 1.0:
+                r = garr
+            elif const == 0.0:
+                r = np.zeros(garr.shape, npd)
+            else:
+                r = np.asarray(garr * npd.type(const))
+        else:
+            kp = part.kernels.get(cd)
+            if kp is None:
+                kp = part.kernel(cd)
+            args = [garr]
+            for n, ai, cast in part.sources:
+                if 0 <= ai < len(attrs):
+                    v = attrs[ai]
+                else:
+                    v = saved[n]
+                    if type(v) in _SAVED:
+                        v = v.array(node)
+                    # an input of another dtype (float64 0-d with float32, int with float) is
+                    # cast to the compute dtype like the forward cast it: the ufunc has one
+                    # signature and numpy will not down-cast on its own
+                    if cast and type(v) is np.ndarray and v.dtype != npd:
+                        v = v.astype(npd)
+                args.append(v)
+            r = kp[0](*args)
+            if type(r) is not np.ndarray:
+                r = np.asarray(r)
+        if npd.kind == "c" and not node._in_meta[k][1].is_complex:
+            r = r.real.copy()  # a real input's gradient is the real part (PyTorch)
+        out[k] = g if r is g._data else _make(r)
+    return tuple(out)
 
 
 def pointwise_vjp(op, node, grads):
     """``g * partial_i`` for each input that needs a gradient: one fused Numba pass per partial
     when no graph is built, differentiable nbgrad ops under ``create_graph``."""
+    if not STATE.enabled:
+        return _vjp_arrays(op, node, grads[0])
     g = grads[0]
     nf = node.next_functions
     attrs, cd = node.attrs
@@ -296,49 +387,6 @@ def pointwise_vjp(op, node, grads):
     if parts is None:
         parts = partials_of(op)
     out = []
-    if not STATE.enabled:  # create_graph=False
-        npd = _dt._NAMES[cd].np
-        garr = g._data if g._data.dtype == npd else g._data.astype(npd)
-        values = None
-        cplx = npd.kind == "c"
-        for k, i in enumerate(op.slots):  # node slot k is the op's argument i
-            part = parts[i]
-            if part is None or nf[k][0] is None:
-                out.append(None)
-                continue
-            const = part.const
-            if const is not None:
-                if const == 1.0:
-                    r = garr
-                elif const == 0.0:
-                    r = np.zeros(garr.shape, npd)
-                else:
-                    r = np.asarray(garr * npd.type(const))
-            else:
-                if values is None:
-                    values = {"g": garr}
-                    for n, v in zip(op.attrs, attrs):
-                        values[n] = v
-                kp = part.kernels.get(cd)
-                if kp is None:
-                    kp = part.kernel(cd)
-                kern, params = kp
-                for n in params:
-                    if n not in values:  # saved for this input's partial (OpDef.saves_of)
-                        v = node.array(n)
-                        # an input of another dtype (float64 0-d with float32, int with
-                        # float) is cast to the compute dtype like the forward cast it: the
-                        # ufunc has one signature and numpy will not down-cast on its own
-                        if type(v) is np.ndarray and v.dtype != npd and n not in part.param_types:
-                            v = v.astype(npd)
-                        values[n] = v
-                r = kern(*[values[n] for n in params])
-                if type(r) is not np.ndarray:
-                    r = np.asarray(r)
-            if cplx and not node._in_meta[k][1].is_complex:
-                r = r.real.copy()  # a real input's gradient is the real part (PyTorch)
-            out.append(g if r is g._data else _make(r))
-        return tuple(out)
     ns = dict(tensor_namespace())
     ns["where"] = typed_where(g.dtype)  # where(c, 1, 0.5): numbers take the gradient's dtype
     for n in node.saved or ():

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .._tensor import Tensor, _wrap_dim
-from ..autograd.batching import batched, lead
+from ..autograd.batching import BATCH, batched, lead
 from ..autograd.graph import SavedOutput
 from ..creation import zeros
 from ..grad_mode import STATE, no_grad
@@ -96,22 +96,38 @@ def _grad_to(g, shape, dims, keepdim):
 # -- sum / mean --------------------------------------------------------------------------------
 
 
+_FLOAT_KINDS = (np.dtype(np.float32), np.dtype(np.float64))
+_ALL_DIMS = [tuple(range(n)) for n in range(8)]
+
+
 def _sum_kernel(a):
     return K.csum_fwd_cpu if a.dtype.kind == "c" else K.sum_fwd_cpu
+
+
+def _expanded(g, shape, dims, keepdim):
+    """``g`` with the reduced dims put back, expanded to ``shape`` (PyTorch's sum backward).
+    NOTE [per-node cost]: without create_graph or a batch this is a plain stride-0 array view
+    wrapped as a fresh Tensor (no view op, no graph), ~1 us instead of ~15 us."""
+    a = g._data
+    if STATE.enabled or BATCH.dims or not a.flags.c_contiguous:
+        return _grad_to(g, shape, dims, keepdim).expand(lead(g) + shape)
+    if not keepdim and len(shape) != a.ndim:
+        a = a.reshape(tuple(1 if d in dims else s for d, s in enumerate(shape)))
+    st = a.strides
+    strides = tuple(0 if a.shape[d] == 1 and s != 1 else st[d] for d, s in enumerate(shape))
+    return _make(np.ndarray(shape, a.dtype, a, 0, strides))
 
 
 @batched
 def _sum_vjp(node, grads):
     shape, dims, keepdim = node.attrs
-    g = grads[0]
-    return (_grad_to(g, shape, dims, keepdim).expand(lead(g) + shape),)
+    return (_expanded(grads[0], shape, dims, keepdim),)
 
 
 @batched
 def _mean_vjp(node, grads):
     shape, dims, keepdim, n = node.attrs
-    g = grads[0]
-    return (_grad_to(g, shape, dims, keepdim).expand(lead(g) + shape) / n,)
+    return (_expanded(grads[0], shape, dims, keepdim) / n,)
 
 
 @op(
@@ -125,6 +141,18 @@ def _mean_vjp(node, grads):
 )
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
     x = input
+    a = x._data
+    if dim is None and dtype is None and a.dtype in _FLOAT_KINDS and a.flags.c_contiguous:
+        # NOTE [per-op cost]: the whole-tensor sum of a loss, without the general path's
+        # dims / dtype / layout bookkeeping
+        out = np.zeros((1, 1), a.dtype)
+        if a.size:
+            K.sum_fwd_cpu(a.reshape(1, a.size, 1), out)
+        dims = _ALL_DIMS[a.ndim] if a.ndim < 8 else tuple(range(a.ndim))
+        shape = (1,) * a.ndim if keepdim else ()
+        return sum.op.record(
+            out.reshape(shape), (x,), overload=False, attrs=(a.shape, dims, keepdim)
+        )
     dims = _dims(dim, x._data.ndim)
     d = (
         _dt.as_dtype(dtype)
