@@ -21,8 +21,8 @@ import warnings
 import numpy as np
 
 from .. import _flags, grad_mode
-from .._tensor import Tensor
 from .._fpstate import EXTOBJ as _EXTOBJ, IGNORE as _IGNORE
+from .._tensor import Tensor
 from ..creation import zeros
 from . import profiler
 from .anomaly_mode import STATE as ANOMALY

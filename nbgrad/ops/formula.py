@@ -12,8 +12,8 @@ import numpy as np
 from .. import _flags, dtypes as _dt, grad_mode
 from .._tensor import Tensor
 from ..autograd.batching import batched
-from ..autograd.saved import SavedOutput, SavedTensor
 from ..autograd.dual import DUAL, set_tangent, tangent_of
+from ..autograd.saved import SavedOutput, SavedTensor
 from ..creation import tensor
 from ..grad_mode import STATE
 from ..kernels import vocab
