@@ -850,3 +850,49 @@ def test_inplace_node_names(T):
     assert y.grad_fn.name() == "torch::autograd::CopyBackwards"
     assert type(y.grad_fn).__name__ == "CopyBackwards"
     assert repr(y.grad_fn).startswith("<CopyBackwards object at 0x")
+
+
+# --------------------------------------------------------------------------------------------
+# NOTE [stealing the gradient]: the first gradient becomes .grad without a copy when nothing
+# else can see it, as in PyTorch; any other reference makes a copy
+
+
+def _addr(T, t):
+    return t.data_ptr() if T is torch else t._data.__array_interface__["data"][0]
+
+
+def test_first_grad_is_stolen_when_unseen(T):
+    seen = []
+    x = T.randn(3, 4, requires_grad=True)
+    x.register_hook(lambda g: seen.append(_addr(T, g)))  # an address, not a reference
+    (x * 2.0).sum().backward()
+    assert _addr(T, x.grad) == seen[0]
+    assert x.grad.tolist() == [[2.0] * 4] * 3
+
+
+def test_grad_kept_by_a_hook_is_copied(T):
+    kept = []
+    x = T.randn(3, 4, requires_grad=True)
+    x.register_hook(lambda g: kept.append(g))
+    (x * 2.0).sum().backward()
+    assert _addr(T, x.grad) != _addr(T, kept[0])
+    x.grad.add_(1.0)  # the hook's tensor is not the .grad
+    assert kept[0].tolist() == [[2.0] * 4] * 3
+
+
+def test_one_gradient_for_two_leaves_is_not_shared(T):
+    a = T.randn(3, requires_grad=True)
+    b = T.randn(3, requires_grad=True)
+    (a + b).sum().backward()  # AddBackward0 passes the same gradient to both leaves
+    assert _addr(T, a.grad) != _addr(T, b.grad)
+    a.grad.add_(1.0)
+    assert b.grad.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_stolen_grad_keeps_the_layout_contract(T):
+    x = T.randn(4, 3).t().requires_grad_()  # dense, transposed strides (1, 3)
+    (x * 2.0).sum().backward()
+    assert x.grad.stride() == x.stride()
+    y = T.randn(3, 4)[:, ::2].detach().requires_grad_()  # not dense: a contiguous .grad
+    (y * 2.0).sum().backward()
+    assert y.grad.stride() == (2, 1)

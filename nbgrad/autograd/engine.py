@@ -24,6 +24,7 @@ from .. import _flags, grad_mode
 from .._fpstate import EXTOBJ as _EXTOBJ, IGNORE as _IGNORE
 from .._tensor import Tensor
 from ..creation import zeros
+from ..ops.reduction import sum_to_array
 from . import profiler
 from .anomaly_mode import STATE as ANOMALY
 from .batching import BATCH, handles_batch, sum_to
@@ -127,6 +128,7 @@ def run_backward(
                 # zeros (or None without materialize_grads); built-in nodes pass None on.
                 outs = _run_node(node, _NO_GRADS, keep_graph, captures, captured, execute)
             i = 0
+            g = None
             for child, nr in node.next_functions:
                 if child is not None:
                     if outs is not None:
@@ -152,6 +154,7 @@ def run_backward(
                                 nxt = None
                             heappush(ready, (-child._seq, next(tick), child))
                 i += 1
+            g = outs = None  # hold no gradient across nodes (NOTE [stealing the gradient])
     finally:
         grad_mode.STATE.enabled = prev
         BATCH.dims = prev_batch
@@ -282,7 +285,10 @@ def conform_grads(node, outs):
                         "expected shape compatible with %s"
                         % (node.name(), i, list(gs[nb:]), list(shape[nb:]))
                     )
-                g = sum_to(g, shape[nb:], nb)
+                r = None
+                if not nb and not grad_mode.STATE.enabled:  # arrays (NOTE [per-node cost])
+                    r = sum_to_array(g._data, shape)
+                g = Tensor._make(r) if r is not None else sum_to(g, shape[nb:], nb)
             if g._dtype is not dtype and dtype.is_inexact:
                 g = g.to(dtype)
             fixed[i] = g

@@ -118,6 +118,28 @@ def _expanded(g, shape, dims, keepdim):
     return _make(np.ndarray(shape, a.dtype, a, 0, strides))
 
 
+def sum_to_array(a, shape):
+    """``a`` summed down to ``shape`` (which broadcasts to ``a.shape``) as an array, by the
+    ``sum`` kernels: the engine's reducer when no graph is built (NOTE [per-node cost])."""
+    extra = a.ndim - len(shape)
+    dims = tuple(range(extra)) + tuple(
+        extra + i for i, s in enumerate(shape) if s == 1 and a.shape[extra + i] != 1
+    )
+    if not dims:
+        return a.reshape(shape)
+    if a.dtype.kind == "c":
+        kernel = K.csum_fwd_cpu
+    elif a.dtype in _FLOAT_KINDS:
+        kernel = K.sum_fwd_cpu
+    else:
+        return None
+    x3 = to3d(a, dims)
+    out = np.zeros(shape, a.dtype)  # owns its memory: AccumulateGrad may steal it
+    if x3.shape[1]:
+        kernel(x3, out.reshape(x3.shape[0], x3.shape[2]))
+    return out
+
+
 @batched
 def _sum_vjp(node, grads):
     shape, dims, keepdim = node.attrs
