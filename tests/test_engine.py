@@ -896,3 +896,23 @@ def test_stolen_grad_keeps_the_layout_contract(T):
     y = T.randn(3, 4)[:, ::2].detach().requires_grad_()  # not dense: a contiguous .grad
     (y * 2.0).sum().backward()
     assert y.grad.stride() == (2, 1)
+
+
+def test_gradient_kept_by_a_hook_is_not_accumulated_into(T):
+    # the engine adds a later gradient in place only into a buffer nobody else holds
+    x = T.ones(4, requires_grad=True)
+    v = x * 4.0
+    u = x * 3.0  # created last: runs first, its gradient is the one the buffer starts with
+    kept = []
+    u.grad_fn.register_hook(lambda gi, go: kept.append(gi[0]))
+    (v + u).sum().backward()
+    assert kept[0].tolist() == [3.0] * 4
+    assert x.grad.tolist() == [7.0] * 4
+
+
+def test_accumulated_gradients_of_a_shared_input(T):
+    x = T.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    y = x * 2.0 + x * 3.0 + x.exp() + x  # four gradients meet in one buffer
+    y.sum().backward()
+    expected = [6.0 + v for v in T.tensor([0.5, -1.0, 2.0]).exp().tolist()]
+    assert x.grad.tolist() == pytest.approx(expected)

@@ -15,6 +15,7 @@ gradient to the input's shape and dtype in one place (``conform_grads``).
 
 import heapq
 import itertools
+import sys
 import traceback
 import warnings
 
@@ -239,6 +240,17 @@ def _accumulate(a, b, create_graph):
     x, y = a._data, b._data
     if create_graph or a._dtype is not b._dtype or x.strides != y.strides or x.shape != y.shape:
         return a + b
+    if (
+        sys.getrefcount(a) <= 3  # the buffer slot, the argument, getrefcount's
+        and x.base is None
+        and sys.getrefcount(x) <= 3  # a._data, the local x, getrefcount's
+        and x.flags.writeable
+        and x.ndim
+    ):
+        # nobody else can see ``a``: add in place, as PyTorch's InputBuffer does for a
+        # gradient it holds alone (no allocation, no page faults on a large gradient)
+        np.add(x, y, out=x)
+        return a
     r = np.add(x, y)
     return Tensor._make(r if type(r) is np.ndarray else np.asarray(r))
 

@@ -6,6 +6,7 @@ vocabulary bound to differentiable nbgrad functions that the last three evaluate
 """
 
 import ast
+import sys
 
 import numpy as np
 
@@ -331,6 +332,8 @@ def _vjp_arrays(op, node, g):
         garr = garr.astype(npd)
     nf = node.next_functions
     out = [None] * len(nf)
+    # one partial to compute: the gradient is read once, by that partial's kernel
+    steal = sum(1 for k, part in plan if part is not None and nf[k][0] is not None) == 1
     for k, part in plan:
         if part is None or nf[k][0] is None:
             continue
@@ -361,7 +364,21 @@ def _vjp_arrays(op, node, g):
                     if cast and type(v) is np.ndarray and v.dtype != npd:
                         v = v.astype(npd)
                 args.append(v)
-            r = kp[0](*args)
+            if (
+                steal
+                and garr is g._data
+                and garr.ndim
+                and garr.base is None
+                and sys.getrefcount(g) <= 4  # the engine's slot dict and tuple, the argument
+                and sys.getrefcount(garr) <= 3  # g._data, the local garr, the argument
+                and garr.flags.writeable
+            ):
+                # nobody else sees the incoming gradient: write g * partial over it (no
+                # allocation, no page faults on a large gradient), as PyTorch's in-place
+                # backward formulas do
+                r = kp[0](*args, out=garr)
+            else:
+                r = kp[0](*args)
             if type(r) is not np.ndarray:
                 r = np.asarray(r)
         if npd.kind == "c" and not node._in_meta[k][1].is_complex:

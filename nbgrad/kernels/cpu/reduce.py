@@ -12,15 +12,29 @@ from .. import JIT
 
 
 @njit(**JIT)
+def _row_sum(row, n):
+    """Sum of ``row[:n]`` in float64: 16 interleaved partial sums over full blocks (an
+    unrolled fixed-length inner loop LLVM vectorises without fastmath: ~4x the sequential
+    sum's speed), then the tail; NaN and inf propagate as in a sequential sum."""
+    acc = np.zeros(16, np.float64)
+    nb = n - n % 16
+    for k in range(0, nb, 16):
+        for j in range(16):
+            acc[j] += row[k + j]
+    s = 0.0
+    for j in range(16):
+        s += acc[j]
+    for k in range(nb, n):
+        s += row[k]
+    return s
+
+
+@njit(**JIT)
 def sum_fwd_cpu(x, out):
     outer, n, inner = x.shape
     for o in range(outer):
         if inner == 1:
-            acc = 0.0
-            row = x[o, :, 0]
-            for k in range(n):
-                acc += row[k]
-            out[o, 0] = acc
+            out[o, 0] = _row_sum(x[o, :, 0], n)
         else:
             acc1 = np.zeros(inner, np.float64)
             for k in range(n):
