@@ -92,16 +92,11 @@ from .autograd import (
 from .ops.symbolic import elementwise  # noqa: E402
 
 del _forward_ad, _functional
-from . import nn, optim, testing  # noqa: E402,F401
-from .nn import _vf as _VF  # noqa: E402,F401  (torch._VF's recurrent entry points)
-from .utils import (  # noqa: E402  (above autograd and nn; nbgrad.utils.data etc.)
-    checkpoint as _checkpoint,
-    collect_env as _collect_env,
-    data as _data,
-    dlpack as _dlpack,
-)
-
-del _checkpoint, _collect_env, _data, _dlpack
+# NOTE [lazy imports]: nn, optim, testing, torch._VF and utils.data/checkpoint/... load on first
+# use (PEP 562 ``__getattr__`` below and in nbgrad.utils): ``import nbgrad`` pays only for the
+# tensor, the op registry and autograd (issue #13's import-time target)
+_LAZY = {"nn": "nbgrad.nn", "optim": "nbgrad.optim", "testing": "nbgrad.testing"}
+_LAZY["_VF"] = "nbgrad.nn._vf"  # torch._VF's recurrent entry points
 from ._missing import missing as _missing  # noqa: E402
 from .autograd.anomaly_mode import (
     is_anomaly_check_nan_enabled,  # noqa: E402,F401
@@ -149,4 +144,14 @@ def warmup(dtypes=("float32",)):  # noqa: F811  (the argument shadows the module
 
 
 def __getattr__(name):
+    mod = _LAZY.get(name)
+    if mod is not None:
+        import importlib
+
+        value = globals()[name] = importlib.import_module(mod)
+        return value
     raise _missing(__name__, name)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -28,11 +28,9 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from . import _torch_format
 from ._tensor import Tensor
 from .device import as_device, device, device as _device
 from .dtypes import _NAMES, dtype as _dtype
-from .nn.parameter import Parameter
 
 __all__ = ["save", "load", "FORMAT_VERSION", "MAGIC"]
 
@@ -61,6 +59,20 @@ _DTYPES = {
 }
 
 
+# NOTE [lazy imports]: ``import nbgrad`` loads neither nn nor the torch-format reader; save and
+# load import them on first use (docs/performance.md, "import time").
+def _parameter_class():
+    from .nn.parameter import Parameter  # lazy: import nbgrad does not load nn
+
+    return Parameter
+
+
+def _torch_format():
+    from . import _torch_format as tf  # lazy: only .pt files need it
+
+    return tf
+
+
 # ------------------------------------------------------------------------------------------
 # save
 
@@ -85,11 +97,11 @@ def save(
     if format == "torch":
         if _is_path(f):
             with open(os.fspath(f), "wb") as fh:
-                _torch_format.save(obj, fh)
+                _torch_format().save(obj, fh)
         else:
             if not hasattr(f, "write"):
                 raise AttributeError("'%s' object has no attribute 'write'" % type(f).__name__)
-            _torch_format.save(obj, f)
+            _torch_format().save(obj, f)
         return
     if format != "nbgrad":
         raise ValueError("nbgrad.save: format must be 'nbgrad' or 'torch', got %r" % (format,))
@@ -254,7 +266,7 @@ class _Encoder:
             "dtype": name,
             "shape": list(arr.shape),
             "requires_grad": bool(t._requires_grad),
-            "kind": "parameter" if isinstance(t, Parameter) else "tensor",
+            "kind": "parameter" if isinstance(t, _parameter_class()) else "tensor",
         }
         idx = self._add_array(arr, entry)
         self._tensor_ids[id(t)] = idx
@@ -414,7 +426,7 @@ def _load(fh, label, size, map_location):
     # -- preamble ----------------------------------------------------------------------
     first = fh.read(PREAMBLE_SIZE) or b""
     if first[:4] == b"PK\x03\x04":  # a zip: torch.save's format
-        return _torch_format.load(fh, first, label, map_location)
+        return _torch_format().load(fh, first, label, map_location)
     if len(first) < len(MAGIC):
         if first and MAGIC.startswith(first):
             raise RuntimeError("%s is truncated: it ends inside the nbgrad preamble" % label)
@@ -552,7 +564,7 @@ class _Decoder:
         t = self._map(t)
         rg = e.get("requires_grad", False) is True and t._dtype.is_inexact
         if e.get("kind") == "parameter":
-            t = Parameter(t, requires_grad=rg)
+            t = _parameter_class()(t, requires_grad=rg)
         elif rg:
             t.requires_grad_(True)
         self.tensors[i] = t

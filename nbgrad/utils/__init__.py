@@ -4,3 +4,14 @@ are imported by ``nbgrad/__init__.py`` once everything below them is loaded (``s
 first use: it needs the optional ``safetensors`` package)."""
 
 from . import hooks  # noqa: F401
+
+_LAZY = ("checkpoint", "collect_env", "data", "dlpack", "safetensors")
+
+
+def __getattr__(name):
+    """NOTE [lazy imports] (nbgrad/__init__.py): the submodules above autograd load on use."""
+    if name in _LAZY:
+        import importlib
+
+        return importlib.import_module(__name__ + "." + name)
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
