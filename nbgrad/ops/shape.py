@@ -17,7 +17,7 @@ from .._tensor import CM_MULTI_OUTPUT, Tensor, _wrap_dim, view_base, view_meta
 from ..autograd.batching import BATCH, batched, lead, sum_to
 from ..creation import _alloc, contiguous_strides, empty_strided_array, zeros
 from ..grad_mode import STATE
-from .registry import FUNCTION, INPLACE, LINEAR, METHOD, OUT, internal_op, op
+from .registry import FUNCTION, INPLACE, LINEAR, METHOD, OUT, internal_op, new_node, op
 
 _make = Tensor._make
 F, M, FM = (FUNCTION,), (METHOD,), (FUNCTION, METHOD)
@@ -756,7 +756,19 @@ def unbind(input, dim=0):
         raise IndexError("Dimension specified as %d but tensor has no dimensions" % d)
     pre = (slice(None),) * d
     parts = tuple(a[pre + (i, Ellipsis)] for i in range(a.shape[d]))  # views, as PyTorch
-    outs = unbind.op.record(parts, (input,), attrs=(d, a.shape, input._dtype))
+    attrs = (d, a.shape, input._dtype)
+    if STATE.enabled and input._requires_grad and not input._cmeta and not input._inference:
+        # NOTE [per-op cost]: the common case of record + _mark_views in one pass
+        op = unbind.op
+        node = new_node(op.node, (input,), op.vjp, attrs)
+        node._nout = len(parts)
+        base = view_base(input)
+        vc = input._vc
+        outs = tuple(_make(p, node, i, vc, base) for i, p in enumerate(parts))
+        for o in outs:
+            o._cmeta = CM_MULTI_OUTPUT
+        return outs
+    outs = unbind.op.record(parts, (input,), attrs=attrs)
     _mark_views(input, outs)
     return outs
 
