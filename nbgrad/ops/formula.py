@@ -333,7 +333,13 @@ def _vjp_arrays(op, node, g):
     nf = node.next_functions
     out = [None] * len(nf)
     # one partial to compute: the gradient is read once, by that partial's kernel
-    steal = sum(1 for k, part in plan if part is not None and nf[k][0] is not None) == 1
+    steal = len(plan) == 1
+    if not steal:
+        need = 0
+        for k, part in plan:
+            if part is not None and nf[k][0] is not None:
+                need += 1
+        steal = need == 1
     for k, part in plan:
         if part is None or nf[k][0] is None:
             continue
@@ -367,7 +373,7 @@ def _vjp_arrays(op, node, g):
             if (
                 steal
                 and garr is g._data
-                and garr.ndim
+                and garr.size >= 4096  # a large gradient: below, out= costs more than it saves
                 and garr.base is None
                 and sys.getrefcount(g) <= 4  # the engine's slot dict and tuple, the argument
                 and sys.getrefcount(garr) <= 3  # g._data, the local garr, the argument

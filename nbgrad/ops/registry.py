@@ -380,12 +380,23 @@ def write_out(res, out, name, inputs=()):
     return out
 
 
+class _Freed(dict):
+    """The ``saved`` of a node whose saved values were released (empty, like no saves): a
+    sentinel in the ``saved`` slot instead of a per-node flag (NOTE [per-node cost]: setting a
+    non-slot attribute makes the node a ``__dict__``)."""
+
+    def __setitem__(self, key, value):
+        raise RuntimeError(ERR_FREED)
+
+
+_FREED = _Freed()
+
+
 class FnNode(Node):
     """Node of a registry op: ``apply`` calls the op's backward with this node as context."""
 
     __slots__ = ("op", "saved", "attrs")
     _nout = 1
-    _released = False
     _declared_saves = frozenset()  # names any node of this class may save (else: None)
     _torch_names = {"self": "x", "other": "y", "result": "out"}  # _saved_<torch name> -> ours
     _attr_names = ()  # a pointwise node's scalar attributes (node.attrs[0]), by name
@@ -394,16 +405,19 @@ class FnNode(Node):
     _double = None  # NOTE [backward nodes]: zeros? or (zeros?, double-backward node name)
 
     def apply(self, grads):
-        if self._released:
+        if self.saved is _FREED:
             raise RuntimeError(ERR_FREED)
         if self._double is not None and STATE.enabled:
             return _linked(self, self.op(self, grads))
         return self.op(self, grads)
 
+    @property
+    def _released(self):
+        return self.saved is _FREED
+
     def release(self):
         if self.saved:
-            self.saved = None
-            self._released = True
+            self.saved = _FREED
 
     def unpack(self, name):
         s = self.saved[name]
@@ -427,10 +441,9 @@ class FnNode(Node):
                 if key in cls._attr_defaults:
                     return cls._attr_defaults[key]
             saved = object.__getattribute__(self, "saved")
-            if saved is None:
-                if object.__getattribute__(self, "_released"):
-                    raise RuntimeError(ERR_FREED)
-            elif key in saved:
+            if saved is _FREED:
+                raise RuntimeError(ERR_FREED)
+            if saved is not None and key in saved:
                 return self.unpack(key)
             if key in cls._declared_saves:  # not needed by this node: not saved
                 return None
