@@ -15,6 +15,44 @@ import numpy as np
 from numba import njit
 
 from .. import JIT
+from .vmath import as_type_of, vexp
+
+
+@njit(inline="always")
+def _row_max(row, n, zero):
+    """The max of a contiguous row, NaN if any element is NaN; an all -inf row is shifted by
+    ``zero`` (its exps are then 0 and the result NaN, as PyTorch's).  ``zero`` is of the row's
+    dtype, so that float32 rows stay float32 (and vectorised) downstream."""
+    lanes = np.empty(16, row.dtype)  # 16 independent running maxima: a vectorised loop
+    lanes[:] = row[0]
+    nb = n - n % 16
+    for k in range(0, nb, 16):
+        for j in range(16):
+            v = row[k + j]
+            a = lanes[j]
+            lanes[j] = v if (v > a or v != v) else a
+    m = row[0]
+    for j in range(16):
+        v = lanes[j]
+        if v > m or v != v:
+            m = v
+    for k in range(nb, n):
+        v = row[k]
+        if v > m or v != v:
+            m = v
+    if m == -np.inf:
+        m = zero
+    return m
+
+
+@njit(inline="always")
+def _row_expsum(row, m, n):
+    """sum(exp(row - m)) in float64 over a contiguous row: ``vexp`` keeps float32 rows
+    vectorised (NOTE [vectorised gates]), float64 rows use libm."""
+    s = 0.0
+    for k in range(n):
+        s += vexp(row[k] - m)
+    return s
 
 
 @njit(**JIT)
@@ -33,7 +71,11 @@ def nll_fwd_cpu(x, t, w, ignore_index, smoothing, fused, loss, wt, lse):
             if ti < 0 or ti >= C:  # the caller validated: a last line of defence
                 raise IndexError("Target is out of bounds.")
             ls = 0.0
-            if fused:
+            if fused and inner == 1:  # rows of a 2-D input: contiguous, vectorised
+                row = x[o].ravel()
+                m = _row_max(row, C, zero)
+                ls = m + np.log(_row_expsum(row, m, C))
+            elif fused:
                 m = x[o, 0, i]
                 for k in range(1, C):
                     v = x[o, k, i]
@@ -66,6 +108,7 @@ def nll_bwd_cpu(x, t, w, ignore_index, smoothing, fused, lse, gs, gx):
     outer, C, inner = x.shape
     shared = gs.shape[0] == 1 and gs.shape[1] == 1
     buf = np.zeros(1, x.dtype)  # casts log(sum) to x's dtype so exp runs in x's dtype
+    zero = buf[0]  # typed: ``buf[0] * 0`` would be float64 (float32 * int)
     wsum = 0.0
     if smoothing > 0:
         for k in range(C):
@@ -80,7 +123,17 @@ def nll_bwd_cpu(x, t, w, ignore_index, smoothing, fused, lse, gs, gx):
             if ti < 0 or ti >= C:
                 raise IndexError("Target is out of bounds.")
             gi = gs[0, 0] if shared else gs[o, i]
-            if fused:
+            if fused and inner == 1:  # rows of a 2-D input: contiguous, vectorised
+                a = gi * (1.0 - smoothing) * w[ti]
+                b = gi * smoothing / C
+                row = x[o].ravel()
+                grow = gx[o].ravel()
+                ls = lse[o, i]  # float64: x - lse is exact enough before the cast, and
+                for k in range(C):  # fast-math cannot re-associate it into float32 rounding
+                    p = vexp(as_type_of(row[k] - ls, zero))
+                    grow[k] = a * p + b * (wsum * p - w[k])
+                grow[ti] -= a
+            elif fused:
                 a = gi * (1.0 - smoothing) * w[ti]
                 b = gi * smoothing / C
                 m = x[o, 0, i]
