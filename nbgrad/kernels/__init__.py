@@ -31,6 +31,11 @@ class NbgradCacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLo
     def get_cache_path(self):
         return self._cache_path
 
+    def get_source_stamp(self):
+        # Numba checks only the function's own file; nbgrad's kernels also inline the shared
+        # helpers of kernels/cpu/vmath.py, so a change there must invalidate them too
+        return (super().get_source_stamp(), _helper_stamp())
+
     @classmethod
     def from_function(cls, py_func, py_file):
         if _config.CACHE_DIR is None:
@@ -39,6 +44,11 @@ class NbgradCacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLo
         if not (path.startswith(_PACKAGE + os.sep) or path.startswith(_config.CACHE_DIR)):
             return None
         return super().from_function(py_func, py_file)
+
+
+def _helper_stamp():
+    st = os.stat(os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpu", "vmath.py"))
+    return (st.st_mtime, st.st_size)
 
 
 # the cache implementation is ``CacheImpl`` (numba >= 0.61) or ``_CacheImpl`` (0.60)

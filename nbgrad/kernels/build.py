@@ -245,9 +245,11 @@ def kernel_source(params, expr, dtype, param_types, cuda=False):
 
 @functools.cache
 def vocab_hash(cuda=False):
-    """16 hex digits of sha1 over kernels/vocab.py and the CPU (or CUDA) binding's source."""
+    """16 hex digits of sha1 over kernels/vocab.py and the CPU (or CUDA) binding's source (with
+    kernels/cpu/vmath.py, which the CPU binding takes exp, tanh and sigmoid from)."""
     h = hashlib.sha1()
-    for path in (("vocab.py",), _BINDING[cuda]):
+    extra = () if cuda else (("cpu", "vmath.py"),)  # the CPU binding's exp/tanh/sigmoid
+    for path in (("vocab.py",), _BINDING[cuda]) + extra:
         with open(os.path.join(_HERE, *path), "rb") as f:
             h.update(f.read())
     return h.hexdigest()[:16]

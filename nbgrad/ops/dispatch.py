@@ -169,7 +169,11 @@ def _kernel(op, cd, with_attrs):
     k = op._cache.get(key)
     if k is None:
         complex_check(op, cd)
-        if op.numpy is not None and (not with_attrs or op.hints.get("numpy_attrs")):
+        if (
+            op.numpy is not None
+            and (not with_attrs or op.hints.get("numpy_attrs"))
+            and not (cd is _dt.float32 and op.hints.get("vmath"))
+        ):
             k = op.numpy
         else:
             k = cpu_kernel(

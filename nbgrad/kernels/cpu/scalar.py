@@ -10,10 +10,13 @@ from numba import njit, types
 from numba.extending import overload
 
 from .. import vocab
+from .vmath import vexp, vsigmoid, vtanh
 
 __all__ = list(vocab.VOCAB)
 
-exp = np.exp
+# exp, tanh and sigmoid: vmath's (NOTE [vectorised gates] in rnn.py: branch-free float32 Cephes
+# that LLVM vectorises, at most 2 ulp; float64 stays libm)
+exp = vexp
 exp2 = np.exp2
 log = np.log
 log2 = np.log2
@@ -23,7 +26,7 @@ sqrt = np.sqrt
 sin = np.sin
 cos = np.cos
 tan = np.tan
-tanh = np.tanh
+tanh = vtanh
 floor = np.floor
 ceil = np.ceil
 trunc = np.trunc
@@ -49,7 +52,23 @@ def _inline(helper):
 
 
 where = _inline(vocab.where)
-sigmoid = _inline(vocab.sigmoid)
+_sigmoid_onesided = _inline(vocab.sigmoid)
+
+
+def _sigmoid(x):
+    """CPU ``sigmoid``: vmath's for float32 (vectorised; vocab.sigmoid's one-sided form
+    branches), vocab.sigmoid's otherwise (float64 results unchanged, ulp for ulp)."""
+    return vocab.sigmoid(x)
+
+
+@overload(_sigmoid, jit_options={"error_model": "numpy"})
+def _sigmoid_typed(x):
+    if isinstance(x, types.Float) and x.bitwidth == 32:
+        return lambda x: vsigmoid(x)
+    return lambda x: _sigmoid_onesided(x)
+
+
+sigmoid = _sigmoid
 sign = _inline(vocab.sign)
 
 

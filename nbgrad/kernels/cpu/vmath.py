@@ -8,10 +8,9 @@ bits; saturation and NaN by selects, not branches) that LLVM vectorises.  ``vexp
 serves both dtypes.
 
 Accuracy (tests/test_vmath.py, against float64 libm over the float32 range, 2**20 points plus
-the special values): ``vexp`` at most 2 ulp on its normal range; it returns 0 where the result
-would be below the smallest normal float32 (x < -87.34: a denormal or 0 in libm), inf above 88,
-NaN for NaN, exactly 1 at 0.  ``vtanh`` and ``vsigmoid``: relative error below 2e-7, exact
-saturation (+-1, 0, 1)."""
+the special values): ``vexp`` at most 2 ulp where the result is a normal float32, within 2
+denormal steps below that, 0 / inf exactly where libm's float32 result is, NaN for NaN, exactly
+1 at 0.  ``vtanh`` and ``vsigmoid``: relative error below 2e-7, exact saturation (+-1, 0, 1)."""
 
 import numpy as np
 from numba import njit, types
@@ -28,7 +27,8 @@ _EXP_P = (
     _F(1.6666665459e-1),
     _F(5.0000001201e-1),
 )
-_EXP_HI, _EXP_LO = _F(88.0), _F(-87.33654)
+# exp overflows above ln(FLT_MAX) and rounds to 0 below ln(2**-150)
+_EXP_HI, _EXP_LO = _F(88.72283905206835), _F(-103.97207708399179)
 _TANH_P = (
     _F(-5.70498872745e-3),
     _F(2.06390887954e-2),
@@ -41,15 +41,21 @@ _ZERO, _HALF, _ONE, _TWO, _INF = _F(0), _F(0.5), _F(1), _F(2), _F(np.inf)
 
 @njit(inline="always")
 def expf(x):
-    """Cephes ``expf`` without branches: 2^k * p(r), x = k ln2 + r; inf above 88, 0 below the
-    smallest normal (only used where those ends saturate: sigmoid, tanh)."""
+    """Cephes ``expf`` without branches: 2^k * p(r), x = k ln2 + r, with 2^k applied as two
+    normal powers of two so that the whole float32 range is right: finite up to ln(FLT_MAX),
+    denormal results below -87.34 (rounded once, by the last multiply), 0 below ln(2**-150),
+    inf above, NaN for NaN."""
     p0, p1, p2, p3, p4, p5 = _EXP_P
     xc = min(max(x, _EXP_LO), _EXP_HI)
     k = np.floor(xc * _LOG2E + _HALF)
     r = xc - k * _LN2_HI - k * _LN2_LO
     y = (((((p0 * r + p1) * r + p2) * r + p3) * r + p4) * r + p5) * (r * r) + r + _ONE
-    e = np.int32((np.int32(k) + np.int32(127)) << np.int32(23)).view(np.float32)
-    res = y * e
+    ki = np.int32(k)
+    k1 = ki >> np.int32(1)  # k in [-150, 128]: both halves give normal powers of two
+    k2 = ki - k1
+    e1 = np.int32((k1 + np.int32(127)) << np.int32(23)).view(np.float32)
+    e2 = np.int32((k2 + np.int32(127)) << np.int32(23)).view(np.float32)
+    res = (y * e1) * e2
     res = _INF if x > _EXP_HI else res
     res = _ZERO if x < _EXP_LO else res
     return res if x == x else x
