@@ -23,20 +23,8 @@ def _row_max(row, n, zero):
     """The max of a contiguous row, NaN if any element is NaN; an all -inf row is shifted by
     ``zero`` (its exps are then 0 and the result NaN, as PyTorch's).  ``zero`` is of the row's
     dtype, so that float32 rows stay float32 (and vectorised) downstream."""
-    lanes = np.empty(16, row.dtype)  # 16 independent running maxima: a vectorised loop
-    lanes[:] = row[0]
-    nb = n - n % 16
-    for k in range(0, nb, 16):
-        for j in range(16):
-            v = row[k + j]
-            a = lanes[j]
-            lanes[j] = v if (v > a or v != v) else a
     m = row[0]
-    for j in range(16):
-        v = lanes[j]
-        if v > m or v != v:
-            m = v
-    for k in range(nb, n):
+    for k in range(1, n):
         v = row[k]
         if v > m or v != v:
             m = v
@@ -71,11 +59,7 @@ def nll_fwd_cpu(x, t, w, ignore_index, smoothing, fused, loss, wt, lse):
             if ti < 0 or ti >= C:  # the caller validated: a last line of defence
                 raise IndexError("Target is out of bounds.")
             ls = 0.0
-            if fused and inner == 1:  # rows of a 2-D input: contiguous, vectorised
-                row = x[o].ravel()
-                m = _row_max(row, C, zero)
-                ls = m + np.log(_row_expsum(row, m, C))
-            elif fused:
+            if fused:
                 m = x[o, 0, i]
                 for k in range(1, C):
                     v = x[o, k, i]
@@ -108,7 +92,6 @@ def nll_bwd_cpu(x, t, w, ignore_index, smoothing, fused, lse, gs, gx):
     outer, C, inner = x.shape
     shared = gs.shape[0] == 1 and gs.shape[1] == 1
     buf = np.zeros(1, x.dtype)  # casts log(sum) to x's dtype so exp runs in x's dtype
-    zero = buf[0]  # typed: ``buf[0] * 0`` would be float64 (float32 * int)
     wsum = 0.0
     if smoothing > 0:
         for k in range(C):
@@ -123,17 +106,7 @@ def nll_bwd_cpu(x, t, w, ignore_index, smoothing, fused, lse, gs, gx):
             if ti < 0 or ti >= C:
                 raise IndexError("Target is out of bounds.")
             gi = gs[0, 0] if shared else gs[o, i]
-            if fused and inner == 1:  # rows of a 2-D input: contiguous, vectorised
-                a = gi * (1.0 - smoothing) * w[ti]
-                b = gi * smoothing / C
-                row = x[o].ravel()
-                grow = gx[o].ravel()
-                ls = lse[o, i]  # float64: x - lse is exact enough before the cast, and
-                for k in range(C):  # fast-math cannot re-associate it into float32 rounding
-                    p = vexp(as_type_of(row[k] - ls, zero))
-                    grow[k] = a * p + b * (wsum * p - w[k])
-                grow[ti] -= a
-            elif fused:
+            if fused:
                 a = gi * (1.0 - smoothing) * w[ti]
                 b = gi * smoothing / C
                 m = x[o, 0, i]
@@ -153,6 +126,59 @@ def nll_bwd_cpu(x, t, w, ignore_index, smoothing, fused, lse, gs, gx):
                 for k in range(C):
                     gx[o, k, i] = 0
                 gx[o, ti, i] = -gi * w[ti]
+
+
+@njit(**JIT)
+def ce_rows_fwd_cpu(x, t, w, ignore_index, loss, wt, lse):
+    """cross_entropy without label smoothing over the rows of a C-contiguous (N, C) array:
+    ``nll_fwd_cpu``'s fused case with contiguous, vectorised rows (``vexp``).  A kernel of its
+    own, so that a 2-D input compiles only this (NOTE [first run])."""
+    N, C = x.shape
+    zero = np.zeros(1, x.dtype)[0]  # keeps the row max (and so every exp) in x's dtype
+    total = 0.0
+    for o in range(N):
+        ti = t[o]
+        if ti == ignore_index:
+            loss[o] = 0
+            wt[o] = 0
+            lse[o] = 0
+            continue
+        if ti < 0 or ti >= C:  # the caller validated: a last line of defence
+            raise IndexError("Target is out of bounds.")
+        row = x[o]
+        m = _row_max(row, C, zero)
+        ls = m + np.log(_row_expsum(row, m, C))
+        lse[o] = ls
+        wi = w[ti]
+        val = -wi * (row[ti] - ls)
+        loss[o] = val
+        wt[o] = wi
+        total += val
+    return total
+
+
+@njit(**JIT)
+def ce_rows_bwd_cpu(x, t, w, ignore_index, lse, gs, gx):
+    """The backward of ``ce_rows_fwd_cpu``: gx = g * w_t * (softmax(x) - onehot(t)); ``gs``
+    is (N,) per-row upstream gradients or (1,) for one shared scalar."""
+    N, C = x.shape
+    zero = np.zeros(1, x.dtype)[0]
+    shared = gs.shape[0] == 1
+    for o in range(N):
+        ti = t[o]
+        grow = gx[o]
+        if ti == ignore_index:
+            for k in range(C):
+                grow[k] = 0
+            continue
+        if ti < 0 or ti >= C:
+            raise IndexError("Target is out of bounds.")
+        a = (gs[0] if shared else gs[o]) * w[ti]
+        row = x[o]
+        ls = lse[o]  # float64: x - lse is exact enough before the cast, and fast-math
+        for k in range(C):  # cannot re-associate it into float32 rounding
+            grow[k] = a * vexp(as_type_of(row[k] - ls, zero))
+        grow[ti] -= a
 
 
 @njit(**JIT)

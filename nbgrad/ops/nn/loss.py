@@ -240,6 +240,17 @@ def _nll_vjp(node, grads):
     else:
         gs = (carray(g, cd).reshape(1, 1) * cd.type(gscale)).astype(cd)
     gx = np.empty(shape3, cd)
+    if fused and not smoothing and inner == 1:  # rows: the vectorised kernel
+        KL.ce_rows_bwd_cpu(
+            carray(x, cd).reshape(outer, shape3[1]),
+            t.reshape(outer),
+            wa.astype(cd, copy=False),
+            ignore_index,
+            node.array("lse").reshape(outer),
+            gs.reshape(-1),
+            gx.reshape(outer, shape3[1]),
+        )
+        return (_make(gx.reshape(x.shape).astype(g._dtype.np, copy=False)),)
     KL.nll_bwd_cpu(
         carray(x, cd).reshape(shape3),
         t,
@@ -263,17 +274,29 @@ def _nll(x, target, weight, ignore_index, reduction, smoothing, fused, opdef):
     loss = np.empty((shape3[0], shape3[2]), cd)
     wt = np.empty((shape3[0], shape3[2]), cd)
     lse = np.empty((shape3[0], shape3[2]), np.float64)
-    total = KL.nll_fwd_cpu(
-        carray(x, cd).reshape(shape3),
-        t3,
-        wa,
-        int(ignore_index),
-        float(smoothing),
-        bool(fused),
-        loss,
-        wt,
-        lse,
-    )
+    if fused and not smoothing and shape3[2] == 1:  # rows: the vectorised kernel
+        n, c = shape3[0], shape3[1]
+        total = KL.ce_rows_fwd_cpu(
+            carray(x, cd).reshape(n, c),
+            t3.reshape(n),
+            wa,
+            int(ignore_index),
+            loss.reshape(n),
+            wt.reshape(n),
+            lse.reshape(n),
+        )
+    else:
+        total = KL.nll_fwd_cpu(
+            carray(x, cd).reshape(shape3),
+            t3,
+            wa,
+            int(ignore_index),
+            float(smoothing),
+            bool(fused),
+            loss,
+            wt,
+            lse,
+        )
     total_w = float(wt.sum(dtype=np.float64))
     if reduction == "none":
         res = loss.reshape(tshape)
