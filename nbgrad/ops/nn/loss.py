@@ -173,7 +173,7 @@ def _check_nll(x, target, weight, ignore_index):
     if x.ndim == 1:
         shape3 = (1, C, 1)
     else:
-        shape3 = (x.shape[0], C, int(np.prod(x.shape[2:])))
+        shape3 = (x.shape[0], C, math.prod(x._data.shape[2:]))  # (np.prod: ~5 us a call)
     return shape3, _targets(target._data, shape3, ignore_index)
 
 
@@ -297,7 +297,7 @@ def _nll(x, target, weight, ignore_index, reduction, smoothing, fused, opdef):
             wt,
             lse,
         )
-    total_w = float(wt.sum(dtype=np.float64))
+    total_w = float(np.add.reduce(wt, axis=None, dtype=np.float64))  # (no wrapper: ~3 us)
     if reduction == "none":
         res = loss.reshape(tshape)
     elif reduction == "sum":
