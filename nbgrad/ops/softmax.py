@@ -25,20 +25,21 @@ def _from3d(o3, shape, d):
 def _softmax_vjp(node, grads):
     d, log = node.attrs
     g = grads[0]
+    if not STATE.enabled and not BATCH.dims:
+        ya = node.array("out")  # (version-checked) NOTE [per-node cost]: arrays, no Tensor
+        if ya.ndim:
+            ga = g._data.astype(ya.dtype, copy=False)
+            g3 = to3d(np.ascontiguousarray(ga), (d,))
+            y3 = to3d(np.ascontiguousarray(ya), (d,))
+            o3 = np.empty_like(g3)
+            if g3.size:
+                K.softmax_bwd_cpu(g3, y3, o3, log)
+            return (_make(np.ascontiguousarray(_from3d(o3, ya.shape, d))),)
     y = node.unpack("out")
     if BATCH.dims:  # batched gradients: the op formula below, over a negative dim
         d -= y.ndim
     elif y.ndim == 0:  # the formula below without the sum: 0, or NaN from a NaN/inf input
         return (g - y.exp() * g,) if log else (y * (g - g * y),)
-    elif not STATE.enabled:
-        ya = node.array("out")
-        ga = g._data.astype(ya.dtype, copy=False)
-        g3 = to3d(np.ascontiguousarray(ga), (d,))
-        y3 = to3d(np.ascontiguousarray(ya), (d,))
-        o3 = np.empty_like(g3)
-        if g3.size:
-            K.softmax_bwd_cpu(g3, y3, o3, log)
-        return (_make(np.ascontiguousarray(_from3d(o3, ya.shape, d))),)
     if log:
         return (g - y.exp() * g.sum(d, keepdim=True),)
     return (y * (g - (g * y).sum(d, keepdim=True)),)
