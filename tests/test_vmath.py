@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from nbgrad.kernels.cpu.vmath import as_type_of, vexp, vsigmoid, vtanh
+from nbgrad.kernels.cpu.vmath import as_type_of, verf, vexp, vsigmoid, vtanh
 
 
 @njit
@@ -108,3 +108,25 @@ def test_as_type_of():
     assert isinstance(_cast(1.0 / 3.0, np.float32(0)), float)
     assert np.float32(_cast(1.0 / 3.0, np.float32(0))) == np.float32(1 / 3)
     assert _cast(1.0 / 3.0, 0.0) == 1.0 / 3.0
+
+
+@njit
+def _apply_erf(x, out):
+    for i in range(x.size):
+        out[i] = verf(x[i])
+
+
+def test_erf_ulp_and_special_values():
+    import math
+
+    x = _sweep(-6.0, 6.0)
+    got = _run(_apply_erf, x)
+    ref = np.array([math.erf(float(v)) for v in x]).astype(np.float32)
+    ok = np.abs(ref) >= SMALLEST_NORMAL
+    assert _ulp(got[ok], ref[ok]).max() <= 8  # Eigen/XLA's rational form: 7 ulp near |x|=3.3
+    special = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 10.0, -10.0], np.float32)
+    out = _run(_apply_erf, special)
+    assert out[0] == 1 and out[1] == -1 and np.isnan(out[2])
+    assert out[3] == 0 and out[4] == 0 and out[5] == 1 and out[6] == -1
+    wide = np.linspace(-30, 30, 1001)  # float64: math.erf itself
+    np.testing.assert_array_equal(_run(_apply_erf, wide), [math.erf(v) for v in wide])

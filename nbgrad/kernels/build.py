@@ -213,11 +213,12 @@ def kernel_source(params, expr, dtype, param_types, cuda=False):
         "",
     ]
     if not cuda:
-        # The formula lives in an njit function (vectorize takes no error_model); LLVM inlines
-        # it into the ufunc loop.
+        # The formula lives in an njit function inlined (Numba IR) into the ufunc and the loop
+        # kernel (LLVM alone leaves a large one out of line, and the loop scalar); division by
+        # zero keeps numpy's semantics in both (tests/test_elementwise.py).
         fm = "set(%r)" % sorted(FASTMATH)
         lines += [
-            "@njit(nogil=True, error_model='numpy', fastmath=%s, cache=%s)"
+            "@njit(nogil=True, error_model='numpy', fastmath=%s, cache=%s, inline='always')"
             % (fm, _config.USE_DISK_CACHE),
             "def f(%s):" % plist,
             "    return %s" % body,
@@ -226,6 +227,17 @@ def kernel_source(params, expr, dtype, param_types, cuda=False):
             % (NUMBA_TYPES[dtype], sig_args, _config.USE_DISK_CACHE, fm),
             "def k(%s):" % plist,
             "    return f(%s)" % plist,
+            "",
+            # NOTE [loop kernels]: numba's ufunc loop does not vectorise a formula with
+            # several inlined transcendentals (gelu's backward: 8x slower); this plain loop
+            # over contiguous 1-D buffers (or scalars) does.  Compiled on first use only.
+            "from nbgrad.kernels.cpu.vmath import at",
+            "",
+            "@njit(nogil=True, error_model='numpy', fastmath=%s, cache=%s)"
+            % (fm, _config.USE_DISK_CACHE),
+            "def kl(out_, %s):" % plist,
+            "    for i in range(out_.size):",
+            "        out_[i] = f(%s)" % ", ".join("at(%s, i)" % p for p in params),
             "",
         ]
     else:
@@ -307,10 +319,21 @@ def cpu_kernel(tag, params, expr, dtype, param_types=None):
             k = _KERNELS.get(key)
             if k is None:
                 src = kernel_source(params, expr, dtype, param_types or {})
-                k = load_module(_safe(tag), src).k
+                mod = load_module(_safe(tag), src)
                 # call the compiled numpy ufunc directly: DUFunc.__call__ adds ~1.5 us
-                k = _KERNELS[key] = getattr(k, "ufunc", k)
+                k = _KERNELS[key] = getattr(mod.k, "ufunc", mod.k)
+                _LOOPS[id(k)] = getattr(mod, "kl", None)
     return k
+
+
+_LOOPS = {}  # id(ufunc from cpu_kernel) -> its loop kernel (the ufuncs live in _KERNELS)
+
+
+def cpu_loop(k):
+    """The loop kernel ``kl(out, *args)`` (NOTE [loop kernels]) of ufunc ``k`` from
+    ``cpu_kernel``: ``out`` and the array arguments contiguous 1-D of one length, scalars
+    of the kernel's dtype; None for a ufunc that did not come from ``cpu_kernel``."""
+    return _LOOPS.get(id(k))
 
 
 def cuda_kernel(tag, params, expr, dtype, param_types=None):

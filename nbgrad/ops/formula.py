@@ -6,7 +6,7 @@ vocabulary bound to differentiable nbgrad functions that the last three evaluate
 """
 
 import ast
-import sys
+import re
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from ..autograd.saved import SavedOutput, SavedTensor
 from ..creation import tensor
 from ..grad_mode import STATE
 from ..kernels import vocab
-from ..kernels.build import cpu_kernel, names_in, select_form
+from ..kernels.build import cpu_kernel, cpu_loop, names_in, select_form
 from .registry import REGISTRY
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
 _make = Tensor._make
 _NP_OF = {name: d.np for name, d in _dt._NAMES.items()}  # compute dtype name -> numpy dtype
 _SAVED = (SavedTensor, SavedOutput)
+_HEAVY = "exp exp2 expm1 log log2 log1p tanh sigmoid erf sin cos tan sinh cosh atan spow".split()
 
 # The nbgrad op computing a vocabulary function, where the names differ (same maths).
 OP_OF = {"fabs": "abs", "rint": "round", "spow": "pow", "floor_divide": "div_floor"}
@@ -150,6 +151,7 @@ class _Partial:
         "kernels",
         "param_types",
         "params",
+        "heavy",
         "sources",
         "tag",
     )
@@ -177,6 +179,8 @@ class _Partial:
         self.ccode = compile(select_form(self.cexpr), "<%s cpartial %d>" % (op.name, i), "eval")
         self.kernels = {}  # compute dtype name -> the fused ufunc
         self.sources = None  # filled by _slot_plan
+        # a transcendental in the partial: compute-bound, worth a contiguous gradient
+        self.heavy = re.search(r"\b(%s)\(" % "|".join(_HEAVY), self.expr) is not None
 
     def kernel(self, dtype):
         """The fused ufunc for compute dtype ``dtype``; ``k.params`` is what it takes."""
@@ -314,6 +318,36 @@ def _slot_plan(op):
 _SLOT_PLANS = {}
 
 
+def _loop_call(k, args, garr, npd):
+    """A partial with transcendentals on a large gradient through the generated loop kernel
+    (NOTE [loop kernels] in kernels/build.py: numba's ufunc loop leaves it scalar, up to 8x
+    slower); every array operand must have the gradient's shape.  A broadcast (stride-0)
+    gradient from sum or mean is made contiguous first: one copy is cheaper.  None: take the
+    ufunc."""
+    loop = cpu_loop(k)
+    if loop is None:
+        return None
+    shape = garr.shape
+    flat = []
+    for i, a in enumerate(args):
+        if type(a) is np.ndarray:
+            if a.shape != shape or a.dtype != npd:
+                if a.ndim == 0 and a.dtype == npd:
+                    flat.append(a[()])
+                    continue
+                return None
+            if i == 0 and not a.flags.c_contiguous:
+                a = np.ascontiguousarray(a)
+            elif not a.flags.c_contiguous:
+                return None
+            flat.append(a.reshape(-1))
+        else:
+            flat.append(npd.type(a))
+    out = np.empty(shape, npd)
+    loop(out.reshape(-1), *flat)
+    return out
+
+
 def _vjp_arrays(op, node, g):
     """The create_graph=False backward of a pointwise op (NOTE [per-node cost]): straight on
     arrays, one fused kernel per partial, no graph, no name lookups."""
@@ -332,14 +366,6 @@ def _vjp_arrays(op, node, g):
         garr = garr.astype(npd)
     nf = node.next_functions
     out = [None] * len(nf)
-    # one partial to compute: the gradient is read once, by that partial's kernel
-    steal = len(plan) == 1
-    if not steal:
-        need = 0
-        for k, part in plan:
-            if part is not None and nf[k][0] is not None:
-                need += 1
-        steal = need == 1
     for k, part in plan:
         if part is None or nf[k][0] is None:
             continue
@@ -370,20 +396,10 @@ def _vjp_arrays(op, node, g):
                     if cast and type(v) is np.ndarray and v.dtype != npd:
                         v = v.astype(npd)
                 args.append(v)
-            if (
-                steal
-                and garr is g._data
-                and garr.size >= 4096  # a large gradient: below, out= costs more than it saves
-                and garr.base is None
-                and sys.getrefcount(g) <= 4  # the engine's slot dict and tuple, the argument
-                and sys.getrefcount(garr) <= 3  # g._data, the local garr, the argument
-                and garr.flags.writeable
-            ):
-                # nobody else sees the incoming gradient: write g * partial over it (no
-                # allocation, no page faults on a large gradient), as PyTorch's in-place
-                # backward formulas do
-                r = kp[0](*args, out=garr)
-            else:
+            r = None
+            if part.heavy and garr.size >= 4096:
+                r = _loop_call(kp[0], args, garr, npd)
+            if r is None:
                 r = kp[0](*args)
             if type(r) is not np.ndarray:
                 r = np.asarray(r)

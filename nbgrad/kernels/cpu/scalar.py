@@ -10,7 +10,7 @@ from numba import njit, types
 from numba.extending import overload
 
 from .. import vocab
-from .vmath import vexp, vsigmoid, vtanh
+from .vmath import verf, vexp, vsigmoid, vtanh
 
 __all__ = list(vocab.VOCAB)
 
@@ -34,7 +34,7 @@ rint = np.rint  # round half to even, as PyTorch
 fabs = np.abs
 isnan = np.isnan
 copysign = np.copysign  # (helpers only)
-erf = math.erf  # numpy has no erf
+erf = verf  # numpy has no erf; vmath's vectorises for float32, math.erf otherwise
 atan = np.arctan
 asin = np.arcsin
 acos = np.arccos
