@@ -51,6 +51,10 @@ class _ConvGeom:
     def y4(self):
         return (self.N, self.O, self.OH, self.OW)
 
+    def kg(self):
+        """Rows of one group's column block: C/G * KH * KW."""
+        return self.C // self.G * self.KH * self.KW
+
     def kargs(self):
         return (
             self.KH,
@@ -118,6 +122,11 @@ def _check_conv(x, w, b, s, pads, d, groups):
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
     O, C = w.shape[0], x.shape[1]
+    if O < groups:
+        raise RuntimeError(
+            "Given groups=%d, expected weight to be at least %d at dimension 0, but got weight "
+            "of size %s instead" % (groups, groups, list(w.shape))
+        )
     if O % groups != 0:
         raise RuntimeError(
             "Given groups=%d, expected weight to be divisible by %d at dimension 0, "
@@ -241,10 +250,10 @@ _NO_BIAS = {"f": np.empty(0, np.float32), "d": np.empty(0, np.float64)}
 def _conv_y_arr(xa, wa, geo, ba=None):
     """y = conv(x, w) (+ b): im2col (Numba), one GEMM per group (BLAS), then the (O, N, L)
     product written as (N, O, L) with the bias added (Numba)."""
-    N, G, O, L = geo.N, geo.G, geo.O, geo.OH * geo.OW
+    N, G, O, L, Kg = geo.N, geo.G, geo.O, geo.OH * geo.OW, geo.kg()
     cols = _im2col(xa, geo)
     yo = _scratch("prod", (G, O // G, N * L), xa.dtype)
-    np.matmul(wa.reshape(G, O // G, -1), cols.reshape(G, -1, N * L), out=yo)
+    np.matmul(wa.reshape(G, O // G, Kg), cols.reshape(G, Kg, N * L), out=yo)
     y = np.empty(geo.y4(), xa.dtype)
     y3 = y.reshape(N, O, L)
     if ba is None:
@@ -265,13 +274,11 @@ def _g_rows(ga, geo):
 
 def _conv_x_arr(ga, wa, geo, gt=None):
     """dT/dx given y-like ``ga``: one GEMM per group into the column buffer, then col2im."""
-    G, O = geo.G, geo.O
+    G, O, Kg, NL = geo.G, geo.O, geo.kg(), geo.N * geo.OH * geo.OW
     if gt is None:
         gt = _g_rows(ga, geo)
-    cols = _scratch("cols", (geo.C * geo.KH * geo.KW, gt.shape[2]), ga.dtype)
-    np.matmul(
-        wa.reshape(G, O // G, -1).transpose(0, 2, 1), gt, out=cols.reshape(G, -1, gt.shape[2])
-    )
+    cols = _scratch("cols", (G * Kg, NL), ga.dtype)
+    np.matmul(wa.reshape(G, O // G, Kg).transpose(0, 2, 1), gt, out=cols.reshape(G, Kg, NL))
     gx = np.empty(geo.x4(), ga.dtype)
     if gx.size:
         KC.col2im_cpu(cols, gx, *geo.kargs())
@@ -280,13 +287,13 @@ def _conv_x_arr(ga, wa, geo, gt=None):
 
 def _conv_w_arr(xa, ga, geo, gt=None):
     """dT/dw given x and y-like ``ga``: im2col, then one GEMM per group over the batch."""
-    G = geo.G
-    if geo.N == 0:
+    G, Kg, NL = geo.G, geo.kg(), geo.N * geo.OH * geo.OW
+    if NL == 0:
         return np.zeros(geo.w4(), xa.dtype)
     if gt is None:
         gt = _g_rows(ga, geo)
     cols = _im2col(xa, geo)
-    gw = np.matmul(gt, cols.reshape(G, -1, gt.shape[2]).transpose(0, 2, 1))
+    gw = np.matmul(gt, cols.reshape(G, Kg, NL).transpose(0, 2, 1))
     return gw.reshape(geo.w4())
 
 
@@ -367,7 +374,7 @@ def _conv_vjp_arrays(g, x, w, geo, nx, nw, nb):
         if gt is None:
             arr = np.zeros(geo.O, cd)
         else:  # per output channel: one contiguous row of N*OH*OW (numpy's pairwise sum)
-            arr = gt.reshape(geo.O, -1).sum(1)
+            arr = gt.reshape(geo.O, gt.shape[2]).sum(1)
         gb = Tensor._make(arr.astype(out_dt, copy=False))
     return gx, gw, gb
 
