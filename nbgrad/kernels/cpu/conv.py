@@ -5,6 +5,7 @@ top/left amounts only: the bottom/right padding is implied by the output size, s
 ('same' with an even kernel) padding needs no copy.  Out-of-range taps read as zero.
 """
 
+import numpy as np
 from numba import njit
 
 from .. import JIT
@@ -26,6 +27,15 @@ def _span(n_out, stride, offset, size):
     return lo, hi
 
 
+# NOTE [flat unsigned indexing]: the copy loops below index flat 1-D views with np.uint64
+# offsets.  With int64 offsets Numba adds a negative-index wraparound select to every access,
+# which blocks vectorisation (3-4x slower on 11-float rows), and slicing a view per row costs more
+# than the row itself when rows are short (11 floats in the CNN benchmark's second conv).  All
+# offsets here are non-negative by construction (``_span`` clips them).  Measured in
+# docs/performance.md, "CNN step".
+U64 = np.uint64
+
+
 @njit(**JIT)
 def im2col_cpu(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
     """cols[(c*kh + i)*kw + j, n*oh*ow + y*ow + z] = x[n, c, y*sh - ph + i*dh, z*sw - pw + j*dw].
@@ -34,33 +44,42 @@ def im2col_cpu(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
     per-image views of this one buffer (NOTE [conv GEMMs] in ops/nn/conv.py)."""
     N, C, H, W = x.shape
     L = oh * ow
-    for n in range(N):
-        for c in range(C):
+    NL = N * L
+    xf = x.reshape(N * C * H * W)
+    cf = cols.reshape(cols.shape[0] * NL)
+    usw = U64(sw)
+    uow = U64(ow)
+    sstep = U64(sh * W)
+    for c in range(C):
+        for n in range(N):  # one input plane per (c, n): its kh*kw rows read it from L1
+            xb = (n * C + c) * H * W
             for i in range(kh):
                 ylo, yhi = _span(oh, sh, i * dh - ph, H)
                 for j in range(kw):
-                    row = cols[(c * kh + i) * kw + j, n * L : (n + 1) * L]
                     off = j * dw - pw
                     zlo, zhi = _span(ow, sw, off, W)
-                    for y in range(oh):
-                        dst = row[y * ow : (y + 1) * ow]
-                        if y < ylo or y >= yhi:
-                            for z in range(ow):
-                                dst[z] = 0
-                            continue
-                        src = x[n, c, y * sh - ph + i * dh]
-                        for z in range(zlo):
-                            dst[z] = 0
+                    uzlo, uzhi, m = U64(zlo), U64(zhi), U64(zhi - zlo)
+                    db = ((c * kh + i) * kw + j) * NL + n * L
+                    for z in range(U64(db), U64(db + ylo * ow)):
+                        cf[z] = 0
+                    d = U64(db + ylo * ow)
+                    s = U64(xb + (ylo * sh - ph + i * dh) * W + off + zlo * sw)  # >= 0
+                    for _ in range(ylo, yhi):
+                        for z in range(uzlo):
+                            cf[d + z] = 0
+                        dz = d + uzlo
                         if sw == 1:
-                            s = src[zlo + off : zhi + off]
-                            d = dst[zlo:zhi]
-                            for z in range(zhi - zlo):
-                                d[z] = s[z]
+                            for z in range(m):
+                                cf[dz + z] = xf[s + z]
                         else:
-                            for z in range(zlo, zhi):
-                                dst[z] = src[z * sw + off]
-                        for z in range(zhi, ow):
-                            dst[z] = 0
+                            for z in range(m):
+                                cf[dz + z] = xf[s + z * usw]
+                        for z in range(uzhi, uow):
+                            cf[d + z] = 0
+                        d += uow
+                        s += sstep
+                    for z in range(U64(db + yhi * ow), U64(db + L)):
+                        cf[z] = 0
 
 
 @njit(**JIT)
@@ -68,26 +87,56 @@ def col2im_cpu(cols, x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
     """The transpose of im2col: x (zeroed here) accumulates every tap that read it."""
     N, C, H, W = x.shape
     L = oh * ow
-    x[...] = 0
-    for n in range(N):
-        for c in range(C):
+    NL = N * L
+    HW = H * W
+    xf = x.reshape(N * C * HW)
+    cf = cols.reshape(cols.shape[0] * NL)
+    usw = U64(sw)
+    uow = U64(ow)
+    sstep = U64(sh * W)
+    for c in range(C):
+        for n in range(N):  # one plane of x per (c, n): zeroed, then its taps added in L1
+            xb = (n * C + c) * HW
+            for z in range(U64(xb), U64(xb + HW)):
+                xf[z] = 0
             for i in range(kh):
                 ylo, yhi = _span(oh, sh, i * dh - ph, H)
                 for j in range(kw):
-                    row = cols[(c * kh + i) * kw + j, n * L : (n + 1) * L]
                     off = j * dw - pw
                     zlo, zhi = _span(ow, sw, off, W)
-                    for y in range(ylo, yhi):
-                        src = row[y * ow : (y + 1) * ow]
-                        dst = x[n, c, y * sh - ph + i * dh]
+                    m = U64(zhi - zlo)
+                    d = U64(((c * kh + i) * kw + j) * NL + n * L + ylo * ow + zlo)
+                    s = U64(xb + (ylo * sh - ph + i * dh) * W + off + zlo * sw)  # >= 0
+                    for _ in range(ylo, yhi):
                         if sw == 1:
-                            d = dst[zlo + off : zhi + off]
-                            s = src[zlo:zhi]
-                            for z in range(zhi - zlo):
-                                d[z] += s[z]
+                            for z in range(m):
+                                xf[s + z] += cf[d + z]
                         else:
-                            for z in range(zlo, zhi):
-                                dst[z * sw + off] += src[z]
+                            for z in range(m):
+                                xf[s + z * usw] += cf[d + z]
+                        d += uow
+                        s += sstep
+
+
+@njit(**JIT)
+def swap01_bias_cpu(src, b, dst, has_bias):
+    """dst[n, o, :] = src[o, n, :] (+ b[o]): the (O, N, L) result of one batch-wide GEMM
+    turned into (N, O, L), the bias added in the same pass."""
+    O, N, L = src.shape
+    sf = src.reshape(O * N * L)
+    df = dst.reshape(N * O * L)
+    uL = U64(L)
+    for n in range(N):
+        for o in range(O):
+            s = U64((o * N + n) * L)
+            d = U64((n * O + o) * L)
+            if has_bias:
+                bv = b[o]
+                for k in range(uL):
+                    df[d + k] = sf[s + k] + bv
+            else:
+                for k in range(uL):
+                    df[d + k] = sf[s + k]
 
 
 @njit(**JIT)

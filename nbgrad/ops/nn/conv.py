@@ -1,6 +1,7 @@
 """Convolution as one trilinear form T(x, w, y) = <y, conv(x, w)>: conv1d/conv2d, their
 geometry, and the three partials whose vjps are each other (kernels/cpu/conv.py + BLAS)."""
 
+import threading
 import warnings
 
 import numpy as np
@@ -49,6 +50,10 @@ class _ConvGeom:
 
     def y4(self):
         return (self.N, self.O, self.OH, self.OW)
+
+    def kg(self):
+        """Rows of one group's column block: C/G * KH * KW."""
+        return self.C // self.G * self.KH * self.KW
 
     def kargs(self):
         return (
@@ -117,6 +122,11 @@ def _check_conv(x, w, b, s, pads, d, groups):
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
     O, C = w.shape[0], x.shape[1]
+    if O < groups:
+        raise RuntimeError(
+            "Given groups=%d, expected weight to be at least %d at dimension 0, but got weight "
+            "of size %s instead" % (groups, groups, list(w.shape))
+        )
     if O % groups != 0:
         raise RuntimeError(
             "Given groups=%d, expected weight to be divisible by %d at dimension 0, "
@@ -189,64 +199,101 @@ def _conv_geometry(x, w, b, stride, padding, dilation, groups, nd):
 
 # -- the three partials as arrays --------------------------------------------------------------
 
+# NOTE [conv GEMMs]: every GEMM is one per group over the whole batch: the columns of all images
+# side by side, (C*KH*KW, N*OH*OW), against the weight, so BLAS sees a few large products
+# instead of N small ones (per-image GEMMs were 10-20% slower for the CNN benchmark's convs).
+# The (O, N*L) product is turned into (N, O, L) by a Numba pass that also adds the bias, and the
+# incoming gradient is turned into (O, N*L) once for the input and weight gradients.
+#
+# NOTE [conv scratch]: the column buffer and the (O, N*L) products are temporaries; they live in
+# per-thread scratch arrays reused from call to call (up to _SCRATCH_MAX bytes each).  Freshly
+# allocated multi-megabyte arrays are returned to the OS by glibc and page-faulted back on every
+# call, which cost more than the copies themselves here (docs/performance.md, "CNN step").  No
+# scratch array is ever returned or stored: results are fresh arrays.
 
-def _im2col(xa, geo):
-    """(C*KH*KW, N*OH*OW) columns of every image side by side (Numba)."""
-    cols = np.empty((geo.C * geo.KH * geo.KW, geo.N * geo.OH * geo.OW), xa.dtype)
+_SCRATCH_MAX = 64 << 20
+
+
+class _Scratch(threading.local):
+    def __init__(self):
+        self.bufs = {}
+
+
+_SCRATCH = _Scratch()
+
+
+def _scratch(slot, shape, dtype):
+    """An uninitialised C-contiguous ``shape`` array in reusable per-thread storage ``slot``."""
+    n = 1
+    for v in shape:
+        n *= v
+    nbytes = n * np.dtype(dtype).itemsize
+    if nbytes > _SCRATCH_MAX:
+        return np.empty(shape, dtype)
+    buf = _SCRATCH.bufs.get(slot)
+    if buf is None or buf.nbytes < nbytes:
+        buf = _SCRATCH.bufs[slot] = np.empty(max(nbytes, 1 << 16), np.uint8)
+    return buf[:nbytes].view(dtype).reshape(shape)
+
+
+def _im2col(xa, geo, slot="cols"):
+    """(C*KH*KW, N*OH*OW) columns of every image side by side (Numba), in scratch."""
+    cols = _scratch(slot, (geo.C * geo.KH * geo.KW, geo.N * geo.OH * geo.OW), xa.dtype)
     if cols.size:
         KC.im2col_cpu(xa, cols, *geo.kargs())
     return cols
 
 
-def _per_image(cols, geo):
-    """The (C*KK, N*L) column buffer viewed as (N, G, CgKK, L): per-image BLAS-able blocks."""
-    N, G, L = geo.N, geo.G, geo.OH * geo.OW
-    return cols.reshape(G, cols.shape[0] // G, N, L).transpose(2, 0, 1, 3)
+_NO_BIAS = {"f": np.empty(0, np.float32), "d": np.empty(0, np.float64)}
 
 
-# NOTE [conv GEMMs]: one GEMM per image and group, each reading/writing its block of the shared
-# column buffer in place (``out=`` views).  That avoids transposing y or the columns, and with
-# them two large temporaries whose first-touch page faults cost more than the GEMMs (measured:
-# ~960 faults and 2 ms per forward of batch 64 x 8 x 26 x 26 when y was transposed).
-
-
-def _conv_y_arr(xa, wa, geo):
-    """y = conv(x, w): im2col (Numba), then GEMMs (BLAS) straight into y."""
-    N, G, O, L = geo.N, geo.G, geo.O, geo.OH * geo.OW
+def _conv_y_arr(xa, wa, geo, ba=None):
+    """y = conv(x, w) (+ b): im2col (Numba), one GEMM per group (BLAS), then the (O, N, L)
+    product written as (N, O, L) with the bias added (Numba)."""
+    N, G, O, L, Kg = geo.N, geo.G, geo.O, geo.OH * geo.OW, geo.kg()
     cols = _im2col(xa, geo)
-    y = np.empty((N, G, O // G, L), xa.dtype)
-    np.matmul(wa.reshape(G, O // G, -1), _per_image(cols, geo), out=y)
-    return y.reshape(geo.y4())
+    yo = _scratch("prod", (G, O // G, N * L), xa.dtype)
+    np.matmul(wa.reshape(G, O // G, Kg), cols.reshape(G, Kg, N * L), out=yo)
+    y = np.empty(geo.y4(), xa.dtype)
+    y3 = y.reshape(N, O, L)
+    if ba is None:
+        KC.swap01_bias_cpu(yo.reshape(O, N, L), _NO_BIAS[xa.dtype.char], y3, False)
+    else:
+        KC.swap01_bias_cpu(yo.reshape(O, N, L), ba, y3, True)
+    return y
 
 
-def _conv_x_arr(ga, wa, geo):
-    """dT/dx given y-like ``ga``: GEMMs into the column buffer, then col2im (Numba)."""
+def _g_rows(ga, geo):
+    """y-like ``ga`` (N, O, L) as (G, O/G, N*L) rows (scratch): the GEMM operand of both
+    gradients."""
     N, G, O, L = geo.N, geo.G, geo.O, geo.OH * geo.OW
-    cols = np.empty((geo.C * geo.KH * geo.KW, N * L), ga.dtype)
-    np.matmul(
-        wa.reshape(G, O // G, -1).transpose(0, 2, 1),
-        ga.reshape(N, G, O // G, L),
-        out=_per_image(cols, geo),
-    )
+    gt = _scratch("grows", (O, N, L), ga.dtype)
+    np.copyto(gt, ga.reshape(N, O, L).transpose(1, 0, 2))
+    return gt.reshape(G, O // G, N * L)
+
+
+def _conv_x_arr(ga, wa, geo, gt=None):
+    """dT/dx given y-like ``ga``: one GEMM per group into the column buffer, then col2im."""
+    G, O, Kg, NL = geo.G, geo.O, geo.kg(), geo.N * geo.OH * geo.OW
+    if gt is None:
+        gt = _g_rows(ga, geo)
+    cols = _scratch("cols", (G * Kg, NL), ga.dtype)
+    np.matmul(wa.reshape(G, O // G, Kg).transpose(0, 2, 1), gt, out=cols.reshape(G, Kg, NL))
     gx = np.empty(geo.x4(), ga.dtype)
     if gx.size:
         KC.col2im_cpu(cols, gx, *geo.kargs())
     return gx
 
 
-def _conv_w_arr(xa, ga, geo):
-    """dT/dw given x and y-like ``ga``: im2col, then GEMMs summed over the batch."""
-    N, G, O, L = geo.N, geo.G, geo.O, geo.OH * geo.OW
+def _conv_w_arr(xa, ga, geo, gt=None):
+    """dT/dw given x and y-like ``ga``: im2col, then one GEMM per group over the batch."""
+    G, Kg, NL = geo.G, geo.kg(), geo.N * geo.OH * geo.OW
+    if NL == 0:
+        return np.zeros(geo.w4(), xa.dtype)
+    if gt is None:
+        gt = _g_rows(ga, geo)
     cols = _im2col(xa, geo)
-    K = cols.shape[0] // G
-    g4 = ga.reshape(N, G, O // G, L)
-    if N == 0:
-        return np.zeros(geo.w4(), ga.dtype)
-    if K <= L:  # the (N, G, Og, K) partial products are the smaller temporary
-        gw = np.matmul(g4, _per_image(cols, geo).transpose(0, 1, 3, 2)).sum(0)
-    else:  # one GEMM per group over all images: transpose the (smaller) gradient instead
-        gt = np.ascontiguousarray(g4.transpose(1, 2, 0, 3)).reshape(G, O // G, N * L)
-        gw = np.matmul(gt, cols.reshape(G, K, N * L).transpose(0, 2, 1))
+    gw = np.matmul(gt, cols.reshape(G, Kg, NL).transpose(0, 2, 1))
     return gw.reshape(geo.w4())
 
 
@@ -300,24 +347,43 @@ def _conv_vjp(node, grads):
     g = grads[0]
     geo = node.attrs
     x, w = node.unpack("x"), node.unpack("w")
-    gx = _partial("x", g, w, geo) if needs(node, 0) else None
-    gw = _partial("w", x, g, geo) if needs(node, 1) else None
-    gb = None
-    if needs(node, 2):
-        if STATE.enabled:
-            gb = g.sum((0, 2, 3) if len(geo.ys) == 4 else (0, 2))
-        else:  # contiguous inner-axis sums first (numpy's pairwise float sums)
-            ga = carray(g, compute_dtype(g._dtype)).reshape(geo.N, geo.O, geo.OH * geo.OW)
-            gb = Tensor._make(ga.sum(2).sum(0).astype(g._data.dtype, copy=False))
+    nx, nw, nb = needs(node, 0), needs(node, 1), needs(node, 2)
+    if not STATE.enabled:
+        return _conv_vjp_arrays(g, x, w, geo, nx, nw, nb)
+    gx = _partial("x", g, w, geo) if nx else None
+    gw = _partial("w", x, g, geo) if nw else None
+    gb = g.sum((0, 2, 3) if len(geo.ys) == 4 else (0, 2)) if nb else None
+    return gx, gw, gb
+
+
+def _conv_vjp_arrays(g, x, w, geo, nx, nw, nb):
+    """The three gradients without a graph (create_graph=False): the gradient rows are made
+    once for all three (NOTE [conv GEMMs]); the same values as the partial ops."""
+    cd = compute_dtype(g._dtype)
+    ga = carray(g, cd)
+    gt = _g_rows(ga, geo) if (nx or nw or nb) and ga.size else None
+    out_dt = g._data.dtype
+    gx = gw = gb = None
+    if nx:
+        arr = _conv_x_arr(ga, carray(w, cd).reshape(geo.w4()), geo, gt)
+        gx = Tensor._make(arr.reshape(geo.xs).astype(out_dt, copy=False))
+    if nw:
+        arr = _conv_w_arr(carray(x, cd).reshape(geo.x4()), ga, geo, gt)
+        gw = Tensor._make(arr.reshape(geo.ws).astype(out_dt, copy=False))
+    if nb:
+        if gt is None:
+            arr = np.zeros(geo.O, cd)
+        else:  # per output channel: one contiguous row of N*OH*OW (numpy's pairwise sum)
+            arr = gt.reshape(geo.O, gt.shape[2]).sum(1)
+        gb = Tensor._make(arr.astype(out_dt, copy=False))
     return gx, gw, gb
 
 
 def _conv(x, w, b, stride, padding, dilation, groups, nd, opdef):
     geo = _conv_geometry(x, w, b, stride, padding, dilation, groups, nd)
     cd = compute_dtype(x._dtype)
-    y = _conv_y_arr(carray(x, cd).reshape(geo.x4()), carray(w, cd).reshape(geo.w4()), geo)
-    if b is not None:
-        y += carray(b, cd).reshape(1, geo.O, 1, 1)
+    ba = None if b is None else carray(b, cd)
+    y = _conv_y_arr(carray(x, cd).reshape(geo.x4()), carray(w, cd).reshape(geo.w4()), geo, ba)
     y = y.reshape(geo.ys).astype(x._dtype.np, copy=False)
     return opdef.record(y, (x, w, b), attrs=geo)
 
