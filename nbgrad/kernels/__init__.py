@@ -1,5 +1,6 @@
 """Compiled code only (Numba); no autograd logic.  build.py generates the formula kernels."""
 
+import hashlib
 import os
 import sys
 
@@ -15,6 +16,22 @@ FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
 JIT = {"nogil": True, "cache": _config.USE_DISK_CACHE, "error_model": "numpy", "fastmath": FASTMATH}
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# NOTE [shared kernel helpers]: Numba's cache checks only the source file of the function it
+# compiled, but kernels inline helpers from other files (cpu/vmath.py, NOTE [vmath]); a hash
+# of those files joins every nbgrad kernel's cache stamp, so editing one recompiles its callers.
+_SHARED_HELPERS = (os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpu", "vmath.py"),)
+_HELPERS_STAMP = None
+
+
+def helpers_stamp():
+    global _HELPERS_STAMP
+    if _HELPERS_STAMP is None:
+        h = hashlib.sha256()
+        for path in _SHARED_HELPERS:
+            with open(path, "rb") as f:
+                h.update(f.read())
+        _HELPERS_STAMP = h.hexdigest()
+    return _HELPERS_STAMP
 
 
 class NbgradCacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
@@ -30,6 +47,9 @@ class NbgradCacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLo
 
     def get_cache_path(self):
         return self._cache_path
+
+    def get_source_stamp(self):
+        return (super().get_source_stamp(), helpers_stamp())  # NOTE [shared kernel helpers]
 
     @classmethod
     def from_function(cls, py_func, py_file):

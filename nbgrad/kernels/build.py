@@ -34,6 +34,7 @@ _lock = threading.Lock()
 _KERNELS = {}
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _BINDING = {False: ("cpu", "scalar.py"), True: ("cuda", "scalar.py")}
+_BINDING_HELPERS = {False: (("cpu", "vmath.py"),), True: ()}  # files the binding imports
 
 NUMBA_TYPES = {
     "float32": "float32",
@@ -245,9 +246,10 @@ def kernel_source(params, expr, dtype, param_types, cuda=False):
 
 @functools.cache
 def vocab_hash(cuda=False):
-    """16 hex digits of sha1 over kernels/vocab.py and the CPU (or CUDA) binding's source."""
+    """16 hex digits of sha1 over kernels/vocab.py and the CPU (or CUDA) binding's source
+    (with the files it takes functions from: cpu/vmath.py)."""
     h = hashlib.sha1()
-    for path in (("vocab.py",), _BINDING[cuda]):
+    for path in (("vocab.py",), _BINDING[cuda]) + _BINDING_HELPERS[cuda]:
         with open(os.path.join(_HERE, *path), "rb") as f:
             h.update(f.read())
     return h.hexdigest()[:16]

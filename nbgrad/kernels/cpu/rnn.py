@@ -9,91 +9,15 @@ leak into the gradient of an output that received none (NOTE [select, never mult
 mask]).  Constants are typed (``one``) so that float32 maths stays float32.
 
 NOTE [vectorised gates]: libm's ``exp``/``tanh`` are scalar calls (pip llvmlite has no SVML),
-and the 5 of them per LSTM element made the forward kernel the largest cost of a step.  For
-float32, ``_sigmoid``/``_tanh`` are branch-free Cephes-style ``expf``/``tanhf`` (range
-reduction and polynomials) that LLVM vectorises: 10x faster, with the same maximum relative
-error as libm over the float32 range (1.4e-7 for sigmoid, 1.6e-7 for tanh, measured on 600k
-points against float64), NaN in gives NaN out, and the saturated ends are exact (0, 1, +-1).
-float64 keeps libm."""
+and the 5 of them per LSTM element made the forward kernel the largest cost of a step.  The
+gates use kernels/cpu/vmath.py's branch-free ``sigmoid``/``tanh`` (NOTE [vmath]), which LLVM
+vectorises: NaN in gives NaN out, and the saturated ends are exact (0, 1, +-1)."""
 
 import numpy as np
-from numba import njit, types
-from numba.extending import overload
+from numba import njit
 
 from .. import JIT
-
-_F = np.float32
-_LOG2E = _F(1.44269504088896341)
-_LN2_HI, _LN2_LO = _F(0.693359375), _F(-2.12194440e-4)
-_EXP_P = (
-    _F(1.9875691500e-4),
-    _F(1.3981999507e-3),
-    _F(8.3334519073e-3),
-    _F(4.1665795894e-2),
-    _F(1.6666665459e-1),
-    _F(5.0000001201e-1),
-)
-_EXP_HI, _EXP_LO = _F(88.0), _F(-87.33654)
-_TANH_P = (
-    _F(-5.70498872745e-3),
-    _F(2.06390887954e-2),
-    _F(-5.37397155531e-2),
-    _F(1.33314422036e-1),
-    _F(-3.33332819422e-1),
-)
-_ZERO, _HALF, _ONE, _TWO, _INF = _F(0), _F(0.5), _F(1), _F(2), _F(np.inf)
-
-
-@njit(inline="always")
-def _expf(x):
-    """Cephes ``expf`` without branches: 2^k * p(r), x = k ln2 + r; inf above 88, 0 below the
-    smallest normal (only used where those ends saturate: sigmoid, tanh)."""
-    p0, p1, p2, p3, p4, p5 = _EXP_P
-    xc = min(max(x, _EXP_LO), _EXP_HI)
-    k = np.floor(xc * _LOG2E + _HALF)
-    r = xc - k * _LN2_HI - k * _LN2_LO
-    y = (((((p0 * r + p1) * r + p2) * r + p3) * r + p4) * r + p5) * (r * r) + r + _ONE
-    e = np.int32((np.int32(k) + np.int32(127)) << np.int32(23)).view(np.float32)
-    res = y * e
-    res = _INF if x > _EXP_HI else res
-    res = _ZERO if x < _EXP_LO else res
-    return res if x == x else x
-
-
-@njit(inline="always")
-def _tanhf(x):
-    """Cephes ``tanhf``: an odd polynomial below |x| = 0.625, 1 - 2 / (e^2|x| + 1) above."""
-    t0, t1, t2, t3, t4 = _TANH_P
-    a = abs(x)
-    z = x * x
-    small = ((((t0 * z + t1) * z + t2) * z + t3) * z + t4) * z * x + x
-    big = _ONE - _TWO / (_expf(_TWO * a) + _ONE)
-    big = big if x >= _ZERO else -big
-    return small if a < _F(0.625) else big
-
-
-def _tanh(x):
-    """tanh: vectorisable for float32, libm otherwise (NOTE [vectorised gates])."""
-    return np.tanh(x)
-
-
-def _sigmoid(x):
-    """1 / (1 + exp(-x)): vectorisable for float32, libm otherwise."""
-    return 1 / (1 + np.exp(-x))
-
-
-@overload(_tanh, jit_options={"error_model": "numpy"})
-def _tanh_typed(x):
-    if isinstance(x, types.Float) and x.bitwidth == 32:
-        return lambda x: _tanhf(x)
-    return lambda x: np.tanh(x)
-
-
-@overload(_sigmoid, jit_options={"error_model": "numpy"})
-def _sigmoid_typed(x):
-    if isinstance(x, types.Float) and x.bitwidth == 32:
-        return lambda x: _ONE / (_ONE + _expf(-x))
-    return lambda x: 1.0 / (1.0 + np.exp(-x))
+from .vmath import sigmoid as _sigmoid, tanh as _tanh
 
 
 @njit(**JIT)

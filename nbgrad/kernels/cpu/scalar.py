@@ -1,5 +1,7 @@
-"""CPU binding of the formula vocabulary (kernels/vocab.py): numpy functions and the vocabulary's
-helpers compiled with ``njit(inline="always")``.  Generated CPU kernels (kernels/build.py)
+"""CPU binding of the formula vocabulary (kernels/vocab.py): numpy functions, the vectorisable
+``exp expm1 log log1p tanh erf sigmoid`` of kernels/cpu/vmath.py (NOTE [vmath]: numpy's
+would be scalar libm calls in a Numba loop), and the vocabulary's helpers compiled with
+``njit(inline="always")``.  Generated CPU kernels (kernels/build.py)
 ``from nbgrad.kernels.cpu.scalar import *``.
 """
 
@@ -10,20 +12,21 @@ from numba import njit, types
 from numba.extending import overload
 
 from .. import vocab
+from . import vmath
 
 __all__ = list(vocab.VOCAB)
 
-exp = np.exp
+exp = vmath.exp
 exp2 = np.exp2
-log = np.log
+log = vmath.log
 log2 = np.log2
-log1p = np.log1p
-expm1 = np.expm1
+log1p = vmath.log1p
+expm1 = vmath.expm1
 sqrt = np.sqrt
 sin = np.sin
 cos = np.cos
 tan = np.tan
-tanh = np.tanh
+tanh = vmath.tanh
 floor = np.floor
 ceil = np.ceil
 trunc = np.trunc
@@ -31,7 +34,7 @@ rint = np.rint  # round half to even, as PyTorch
 fabs = np.abs
 isnan = np.isnan
 copysign = np.copysign  # (helpers only)
-erf = math.erf  # numpy has no erf
+erf = vmath.erf
 atan = np.arctan
 asin = np.arcsin
 acos = np.arccos
@@ -49,7 +52,7 @@ def _inline(helper):
 
 
 where = _inline(vocab.where)
-sigmoid = _inline(vocab.sigmoid)
+sigmoid = vmath.sigmoid  # vocab.sigmoid's one-sided maths, branch-free
 sign = _inline(vocab.sign)
 
 

@@ -247,7 +247,7 @@ def _nll_vjp(node, grads):
         ignore_index,
         float(smoothing),
         fused,
-        node.array("lse"),
+        node.array("stats"),
         gs,
         gx,
     )
@@ -262,7 +262,7 @@ def _nll(x, target, weight, ignore_index, reduction, smoothing, fused, opdef):
     wa = carray(weight, cd) if weight is not None else np.ones(shape3[1], cd)
     loss = np.empty((shape3[0], shape3[2]), cd)
     wt = np.empty((shape3[0], shape3[2]), cd)
-    lse = np.empty((shape3[0], shape3[2]), np.float64)
+    stats = np.empty((shape3[0], shape3[2], 2), np.float64)  # each row's max and log-sum-exp
     total = KL.nll_fwd_cpu(
         carray(x, cd).reshape(shape3),
         t3,
@@ -272,7 +272,7 @@ def _nll(x, target, weight, ignore_index, reduction, smoothing, fused, opdef):
         bool(fused),
         loss,
         wt,
-        lse,
+        stats,
     )
     total_w = float(wt.sum(dtype=np.float64))
     if reduction == "none":
@@ -288,7 +288,7 @@ def _nll(x, target, weight, ignore_index, reduction, smoothing, fused, opdef):
         res.astype(x._dtype.np, copy=False),
         (x,),
         overload=overload,
-        saved={"t": target, "w": wa, "lse": lse},
+        saved={"t": target, "w": wa, "stats": stats},
         attrs=(reduction, int(ignore_index), float(smoothing), bool(fused), shape3, total_w),
     )
     if reduction == "none" and smoothing == 0 and (x.ndim == 3 or x.ndim > 4):
