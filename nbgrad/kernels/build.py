@@ -214,11 +214,13 @@ def kernel_source(params, expr, dtype, param_types, cuda=False):
         "",
     ]
     if not cuda:
-        # The formula lives in an njit function (vectorize takes no error_model); LLVM inlines
-        # it into the ufunc loop.
+        # The formula lives in an njit function (vectorize takes no error_model), inlined
+        # into the ufunc loop: forceinline marks it always-inline for LLVM (Numba's loop
+        # wrapper does so for ``k``), whose size threshold would otherwise leave a call per
+        # element in the loop (no SIMD) once the formula holds a large vmath function (log1p).
         fm = "set(%r)" % sorted(FASTMATH)
         lines += [
-            "@njit(nogil=True, error_model='numpy', fastmath=%s, cache=%s)"
+            "@njit(nogil=True, error_model='numpy', fastmath=%s, cache=%s, forceinline=True)"
             % (fm, _config.USE_DISK_CACHE),
             "def f(%s):" % plist,
             "    return %s" % body,
