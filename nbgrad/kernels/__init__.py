@@ -1,5 +1,6 @@
 """Compiled code only (Numba); no autograd logic.  build.py generates the formula kernels."""
 
+import hashlib
 import os
 import sys
 
@@ -15,6 +16,25 @@ FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
 JIT = {"nogil": True, "cache": _config.USE_DISK_CACHE, "error_model": "numpy", "fastmath": FASTMATH}
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# NOTE [shared kernel helpers]: Numba's cache checks only the source file of the function it
+# compiled, but kernels inline helpers from other files (cpu/vmath.py, NOTE [vmath]); a hash
+# of those files joins every nbgrad kernel's cache stamp, so editing one recompiles its callers.
+_SHARED_HELPERS = tuple(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpu", f)
+    for f in ("vmath.py", "vformula.py")
+)
+_HELPERS_STAMP = None
+
+
+def helpers_stamp():
+    global _HELPERS_STAMP
+    if _HELPERS_STAMP is None:
+        h = hashlib.sha256()
+        for path in _SHARED_HELPERS:
+            with open(path, "rb") as f:
+                h.update(f.read())
+        _HELPERS_STAMP = h.hexdigest()
+    return _HELPERS_STAMP
 
 
 class NbgradCacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
@@ -32,9 +52,7 @@ class NbgradCacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLo
         return self._cache_path
 
     def get_source_stamp(self):
-        # Numba checks only the function's own file; nbgrad's kernels also inline the shared
-        # helpers of kernels/cpu/vmath.py, so a change there must invalidate them too
-        return (super().get_source_stamp(), _helper_stamp())
+        return (super().get_source_stamp(), helpers_stamp())  # NOTE [shared kernel helpers]
 
     @classmethod
     def from_function(cls, py_func, py_file):
@@ -44,11 +62,6 @@ class NbgradCacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLo
         if not (path.startswith(_PACKAGE + os.sep) or path.startswith(_config.CACHE_DIR)):
             return None
         return super().from_function(py_func, py_file)
-
-
-def _helper_stamp():
-    st = os.stat(os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpu", "vmath.py"))
-    return (st.st_mtime, st.st_size)
 
 
 # the cache implementation is ``CacheImpl`` (numba >= 0.61) or ``_CacheImpl`` (0.60)

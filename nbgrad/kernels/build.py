@@ -231,7 +231,7 @@ def kernel_source(params, expr, dtype, param_types, cuda=False):
             # NOTE [loop kernels]: numba's ufunc loop does not vectorise a formula with
             # several inlined transcendentals (gelu's backward: 8x slower); this plain loop
             # over contiguous 1-D buffers (or scalars) does.  Compiled on first use only.
-            "from nbgrad.kernels.cpu.vmath import at",
+            "from nbgrad.kernels.cpu.vformula import at",
             "",
             "@njit(nogil=True, error_model='numpy', fastmath=%s, cache=%s)"
             % (fm, _config.USE_DISK_CACHE),
@@ -258,9 +258,9 @@ def kernel_source(params, expr, dtype, param_types, cuda=False):
 @functools.cache
 def vocab_hash(cuda=False):
     """16 hex digits of sha1 over kernels/vocab.py and the CPU (or CUDA) binding's source (with
-    kernels/cpu/vmath.py, which the CPU binding takes exp, tanh and sigmoid from)."""
+    kernels/cpu/vformula.py, which the CPU binding takes exp, tanh, sigmoid and erf from)."""
     h = hashlib.sha1()
-    extra = () if cuda else (("cpu", "vmath.py"),)  # the CPU binding's exp/tanh/sigmoid
+    extra = () if cuda else (("cpu", "vformula.py"),)  # the CPU binding's exp/tanh/...
     for path in (("vocab.py",), _BINDING[cuda]) + extra:
         with open(os.path.join(_HERE, *path), "rb") as f:
             h.update(f.read())

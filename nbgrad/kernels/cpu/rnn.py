@@ -9,18 +9,15 @@ leak into the gradient of an output that received none (NOTE [select, never mult
 mask]).  Constants are typed (``one``) so that float32 maths stays float32.
 
 NOTE [vectorised gates]: libm's ``exp``/``tanh`` are scalar calls (pip llvmlite has no SVML),
-and the 5 of them per LSTM element made the forward kernel the largest cost of a step.  For
-float32, ``_sigmoid``/``_tanh`` are branch-free Cephes-style ``expf``/``tanhf`` (range
-reduction and polynomials) that LLVM vectorises: 10x faster, with the same maximum relative
-error as libm over the float32 range (1.4e-7 for sigmoid, 1.6e-7 for tanh, measured on 600k
-points against float64), NaN in gives NaN out, and the saturated ends are exact (0, 1, +-1).
-float64 keeps libm."""
+and the 5 of them per LSTM element made the forward kernel the largest cost of a step.  The
+gates use kernels/cpu/vmath.py's branch-free ``sigmoid``/``tanh`` (NOTE [vmath]), which LLVM
+vectorises: NaN in gives NaN out, and the saturated ends are exact (0, 1, +-1)."""
 
 import numpy as np
 from numba import njit
 
 from .. import JIT
-from .vmath import vsigmoid as _sigmoid, vtanh as _tanh
+from .vmath import sigmoid as _sigmoid, tanh as _tanh
 
 
 @njit(**JIT)

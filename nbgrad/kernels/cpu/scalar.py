@@ -10,11 +10,11 @@ from numba import njit, types
 from numba.extending import overload
 
 from .. import vocab
-from .vmath import verf, vexp, vsigmoid, vtanh
+from .vformula import verf, vexp, vsigmoid, vtanh
 
 __all__ = list(vocab.VOCAB)
 
-# exp, tanh and sigmoid: vmath's (NOTE [vectorised gates] in rnn.py: branch-free float32 Cephes
+# exp, tanh and sigmoid: vformula's (NOTE [vectorised gates] in rnn.py: branch-free float32 Cephes
 # that LLVM vectorises, at most 2 ulp; float64 stays libm)
 exp = vexp
 exp2 = np.exp2
@@ -34,7 +34,7 @@ rint = np.rint  # round half to even, as PyTorch
 fabs = np.abs
 isnan = np.isnan
 copysign = np.copysign  # (helpers only)
-erf = verf  # numpy has no erf; vmath's vectorises for float32, math.erf otherwise
+erf = verf  # numpy has no erf; vformula's vectorises for float32, math.erf otherwise
 atan = np.arctan
 asin = np.arcsin
 acos = np.arccos
@@ -56,7 +56,7 @@ _sigmoid_onesided = _inline(vocab.sigmoid)
 
 
 def _sigmoid(x):
-    """CPU ``sigmoid``: vmath's for float32 (vectorised; vocab.sigmoid's one-sided form
+    """CPU ``sigmoid``: vformula's for float32 (vectorised; vocab.sigmoid's one-sided form
     branches), vocab.sigmoid's otherwise (float64 results unchanged, ulp for ulp)."""
     return vocab.sigmoid(x)
 

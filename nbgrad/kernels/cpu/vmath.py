@@ -1,17 +1,28 @@
-"""Vectorisable transcendentals for Numba loops (NOTE [vectorised gates] in rnn.py).
+"""Vectorisable transcendental functions for CPU kernels: exp, expm1, log, log1p, tanh, erf,
+sigmoid, for float32 and float64.
 
-pip's llvmlite has no SVML, so ``np.exp``/``np.tanh`` inside a Numba loop are scalar libm calls
-(about 8 ns each) that stop LLVM from vectorising the loop.  For float32 these are branch-free
-Cephes-style ``expf``/``tanhf`` (range reduction, a polynomial, the exponent put in with integer
-bits; saturation and NaN by selects, not branches) that LLVM vectorises.  ``vexp``/``vtanh``/
-``vsigmoid`` pick them for float32 and libm for float64 at compile time, so one kernel source
-serves both dtypes.
+NOTE [vmath]: pip's llvmlite has no SVML, so ``np.exp``/``math.tanh`` inside a Numba loop are
+scalar libm calls and the loop does not vectorise (NUMBA-NOTES section 3.3: ``exp`` 5x and
+``tanh`` 40x slower than numpy's SIMD ufuncs).  These are branch-free versions (range reduction,
+a near-minimax polynomial, selects instead of branches, the powers of two built from bits) that
+LLVM inlines and vectorises like plain arithmetic.  They follow libm (and PyTorch) at every
+special value: NaN in gives NaN out, +-inf and +-0 give libm's results, subnormal inputs and
+results are exact (exp(-100) in float32 is a subnormal, not 0), overflow gives inf.  The
+maximum errors, measured by tests/test_vmath.py over dense sweeps of each dtype's whole range,
+are in docs/performance.md ("Vectorised transcendentals"); the coefficients come from
+scripts/fit_vmath.py.
 
-Accuracy (tests/test_vmath.py, against float64 libm over the float32 range, 2**20 points plus
-the special values): ``vexp`` at most 2 ulp where the result is a normal float32, within 2
-denormal steps below that, 0 / inf exactly where libm's float32 result is, NaN for NaN, exactly
-1 at 0.  ``vtanh`` and ``vsigmoid``: relative error below 2e-7, exact saturation (+-1, 0, 1).
-``verf``: at most 8 ulp (7 near |x| = 3.3, where erf is within 1e-6 of 1), +-1 beyond |x| = 4."""
+Each public name is a dtype dispatch (``numba.extending.overload``): float32 and float64 get
+their own approximation, anything else (integers, complex) numpy's function, as before.  The
+implementations compile with their own flags, ``_FLAGS`` (only ``contract`` of the fast-math
+set, so FMAs but no re-association: the Cody-Waite range reductions ``x - k*hi - k*lo`` must not
+be regrouped, and -0.0 stays -0.0), and LLVM inlines them into the caller's loop, whose own
+flags (kernels/__init__.py FASTMATH) apply only to the caller's instructions.  Outside Numba
+the names are numpy's functions (``math.erf`` for erf).
+
+Kernels in other files that call these are cached by Numba under their own file's hash:
+kernels/__init__.py adds this file's hash to every nbgrad kernel's cache stamp.
+"""
 
 import math
 
@@ -19,175 +30,743 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-_F = np.float32
-_LOG2E = _F(1.44269504088896341)
-_LN2_HI, _LN2_LO = _F(0.693359375), _F(-2.12194440e-4)
-_EXP_P = (
-    _F(1.9875691500e-4),
-    _F(1.3981999507e-3),
-    _F(8.3334519073e-3),
-    _F(4.1665795894e-2),
-    _F(1.6666665459e-1),
-    _F(5.0000001201e-1),
+_FLAGS = {"error_model": "numpy", "fastmath": {"contract"}, "forceinline": True}
+
+# ---------------------------------------------------------------------------------------------
+# constants (scripts/fit_vmath.py prints the polynomial tuples; increasing powers)
+
+F = np.float32
+D = np.float64
+
+# ln 2 split in two: hi has few significant bits, so k * hi is exact for every k used
+F_LN2_HI, F_LN2_LO = F(0.693359375), F(-2.12194440e-4)
+D_LN2_HI, D_LN2_LO = D(6.93147180369123816490e-01), D(1.90821492927058770002e-10)
+F_LOG2E, D_LOG2E = F(1.44269504088896341), D(1.44269504088896341)
+
+EXP32_P = (  # exp(r) = 1 + r + r^2 P(r), |r| <= ln2 / 2
+    F(4.999999404e-01),
+    F(1.666652113e-01),
+    F(4.166838899e-02),
+    F(8.368745446e-03),
+    F(1.381453825e-03),
 )
-# exp overflows above ln(FLT_MAX) and rounds to 0 below ln(2**-150)
-_EXP_HI, _EXP_LO = _F(88.72283905206835), _F(-103.97207708399179)
-_TANH_P = (
-    _F(-5.70498872745e-3),
-    _F(2.06390887954e-2),
-    _F(-5.37397155531e-2),
-    _F(1.33314422036e-1),
-    _F(-3.33332819422e-1),
+EXP64_P = (
+    D(5.00000000000001110e-01),
+    D(1.66666666666664104e-01),
+    D(4.16666666665297183e-02),
+    D(8.33333333349497996e-03),
+    D(1.38888889437616581e-03),
+    D(1.98412695057735187e-04),
+    D(2.48014929479873698e-05),
+    D(2.75575868003707292e-06),
+    D(2.76303068029811978e-07),
+    D(2.50000207895556856e-08),
 )
-_ZERO, _HALF, _ONE, _TWO, _INF = _F(0), _F(0.5), _F(1), _F(2), _F(np.inf)
+EXP32D_P = (  # float32 exp, evaluated in float64: to 2^-39, so float32 results round once
+    D(5.00000000042853276e-01),
+    D(1.66666667847965910e-01),
+    D(4.16666643982358323e-02),
+    D(8.33328170473161996e-03),
+    D(1.38891977530905823e-03),
+    D(1.99090067798705743e-04),
+    D(2.47081932257271002e-05),
+)
+LOG32_Q = (  # log1p(f) = f - f^2 / 2 + f^3 Q(f), f in [sqrt(1/2) - 1, sqrt(2) - 1)
+    F(3.333333135e-01),
+    F(-2.500082254e-01),
+    F(2.000122666e-01),
+    F(-1.662335694e-01),
+    F(1.420176178e-01),
+    F(-1.316019446e-01),
+    F(1.276154965e-01),
+    F(-7.634429634e-02),
+)
+LOG64_P = (  # log1p(f) = 2s + s z P(z), s = f / (2 + f), z = s^2
+    D(6.66666666666673513e-01),
+    D(3.99999999994127886e-01),
+    D(2.85714287428899372e-01),
+    D(2.22221985136374617e-01),
+    D(1.81835678171822696e-01),
+    D(1.53139515387747144e-01),
+    D(1.47970334435679252e-01),
+)
+TANH32_T = (  # tanh(x) = x + x^3 T(x^2), |x| < 0.55
+    F(-3.333331645e-01),
+    F(1.333258301e-01),
+    F(-5.385199562e-02),
+    F(2.107029408e-02),
+    F(-6.272158585e-03),
+)
+TANH64_T = (
+    D(-3.33333333333332982e-01),
+    D(1.33333333333265580e-01),
+    D(-5.39682539637229147e-02),
+    D(2.18694883847464876e-02),
+    D(-8.86323258276076886e-03),
+    D(3.59209183661628141e-03),
+    D(-1.45554156464941325e-03),
+    D(5.88439079240380921e-04),
+    D(-2.33367462198530944e-04),
+    D(8.32957401016406389e-05),
+    D(-1.94816010409361700e-05),
+)
+ERF32_A = (  # erf(x) = x + x A(x^2), |x| < 0.875
+    F(1.283791512e-01),
+    F(-3.761255145e-01),
+    F(1.128244996e-01),
+    F(-2.679125592e-02),
+    F(5.031838547e-03),
+    F(-6.201285869e-04),
+)
+ERF32_MID = F(2.4000000953674316)
+ERF32_B = (  # erf(x) = 1 - exp(-x^2) B(x - 2.4), 0.875 <= x < 3.93
+    F(2.184986472e-01),
+    F(-7.958562672e-02),
+    F(2.749613672e-02),
+    F(-9.054695256e-03),
+    F(2.878778614e-03),
+    F(-8.964101435e-04),
+    F(2.051008487e-04),
+    F(-9.689034050e-05),
+    F(4.195842484e-05),
+    F(2.074575605e-05),
+    F(1.002688441e-05),
+)
+ERF64_A = (  # erf(x) = x + x A(x^2), |x| < 0.875
+    D(1.28379167095512586e-01),
+    D(-3.76126389031837371e-01),
+    D(1.12837916709542962e-01),
+    D(-2.68661706449308708e-02),
+    D(5.22397762293685345e-03),
+    D(-8.54832683820440516e-04),
+    D(1.20553242764752375e-04),
+    D(-1.49253802173559266e-05),
+    D(1.64564976728974834e-06),
+    D(-1.62881678486297033e-07),
+    D(1.41168370936772540e-08),
+    D(-8.65209289238525853e-10),
+)
+ERF64_SPLIT = D(2.0)
+ERF64_MID1, ERF64_MID2 = D(1.435), D(4.0)
+ERF64_B1 = (  # erf(x) = 1 - exp(-x^2) B1(x - 1.435), 0.875 <= x < 2
+    D(3.32551932810462192e-01),
+    D(-1.73955119929484425e-01),
+    D(8.29263357116470090e-02),
+    D(-3.66372187890873849e-02),
+    D(1.51759633746875646e-02),
+    D(-5.94388452897567834e-03),
+    D(2.21549636478530435e-03),
+    D(-7.89899378298884020e-04),
+    D(2.70497530193706127e-04),
+    D(-8.92730843373245155e-05),
+    D(2.84797025620888207e-05),
+    D(-8.80779631091972969e-06),
+    D(2.63253116772882979e-06),
+    D(-7.56103388683277506e-07),
+    D(2.38712693052696010e-07),
+    D(-7.70183609024829177e-08),
+)
+ERF64_B2 = (  # 1 - exp(-x^2) B2(x - 4), 2 <= x < 6
+    D(1.36999457635826855e-01),
+    D(-3.23835060573937975e-02),
+    D(7.46543269830701305e-03),
+    D(-1.68118577839447081e-03),
+    D(3.70344942790433278e-04),
+    D(-7.99070355060714369e-05),
+    D(1.69398972120074969e-05),
+    D(-3.44723532808846501e-06),
+    D(7.61888979284826797e-07),
+    D(-1.55134456215004363e-07),
+    D(-2.69190743742145485e-08),
+    D(-6.05787209935520905e-08),
+    D(-2.95314073011756493e-08),
+    D(-1.05643090036752069e-08),
+    D(-2.01271499579493441e-09),
+    D(-1.97369806713846933e-10),
+)
+
+F_ZERO, F_HALF, F_ONE, F_TWO = F(0), F(0.5), F(1), F(2)
+D_ZERO, D_HALF, D_ONE, D_TWO = D(0), D(0.5), D(1), D(2)
+F_INF, D_INF = F(np.inf), D(np.inf)
+F_NAN, D_NAN = F(np.nan), D(np.nan)
+F_SQRT2, D_SQRT2 = F(1.41421356237309505), D(1.41421356237309505)
+
+
+# ---------------------------------------------------------------------------------------------
+# polynomials: Horner on a fixed-length tuple (unrolled by Numba)
 
 
 @njit(inline="always")
-def expf(x):
-    """Cephes ``expf`` without branches: 2^k * p(r), x = k ln2 + r, with 2^k applied as two
-    normal powers of two so that the whole float32 range is right: finite up to ln(FLT_MAX),
-    denormal results below -87.34 (rounded once, by the last multiply), 0 below ln(2**-150),
-    inf above, NaN for NaN."""
-    p0, p1, p2, p3, p4, p5 = _EXP_P
-    xc = min(max(x, _EXP_LO), _EXP_HI)
-    k = np.floor(xc * _LOG2E + _HALF)
-    r = xc - k * _LN2_HI - k * _LN2_LO
-    y = (((((p0 * r + p1) * r + p2) * r + p3) * r + p4) * r + p5) * (r * r) + r + _ONE
-    ki = np.int32(k)
-    k1 = ki >> np.int32(1)  # k in [-150, 128]: both halves give normal powers of two
-    k2 = ki - k1
-    e1 = np.int32((k1 + np.int32(127)) << np.int32(23)).view(np.float32)
-    e2 = np.int32((k2 + np.int32(127)) << np.int32(23)).view(np.float32)
-    res = (y * e1) * e2
-    res = _INF if x > _EXP_HI else res
-    res = _ZERO if x < _EXP_LO else res
-    return res if x == x else x
+def _horner(c, x):
+    p = c[-1]
+    for i in range(len(c) - 2, -1, -1):
+        p = p * x + c[i]
+    return p
+
+
+# ---------------------------------------------------------------------------------------------
+# exp / expm1
 
 
 @njit(inline="always")
-def tanhf(x):
-    """Cephes ``tanhf``: an odd polynomial below |x| = 0.625, 1 - 2 / (e^2|x| + 1) above."""
-    t0, t1, t2, t3, t4 = _TANH_P
+def _pow2_32(k):
+    """2^k as float32 for an int32 k in [-126, 127] (from the exponent bits)."""
+    return np.int32((k + np.int32(127)) << np.int32(23)).view(np.float32)
+
+
+@njit(inline="always")
+def _pow2_64(k):
+    """2^k as float64 for an int64 k in [-1022, 1023]."""
+    return np.int64((k + np.int64(1023)) << np.int64(52)).view(np.float64)
+
+
+@njit(inline="always")
+def _reduce32(x, lo, hi):
+    """x clamped to [lo, hi] (NaN stays NaN) = k ln2 + rh + rl: k = rint(x / ln2) as a float
+    and as an int32 (both from one add of 1.5 * 2^23, which rounds to an integer; exact
+    without re-association), rh = x - k ln2_hi exact, rl = -k ln2_lo tiny."""
+    xc = hi if x > hi else x
+    xc = lo if xc < lo else xc
+    t = xc * F_LOG2E + F(12582912.0)
+    kf = t - F(12582912.0)
+    ki = np.float32(t).view(np.int32) - np.int32(0x4B400000)
+    return kf, ki, xc - kf * F_LN2_HI, -kf * F_LN2_LO
+
+
+@njit(inline="always")
+def _reduce64(x, lo, hi):
+    xc = hi if x > hi else x
+    xc = lo if xc < lo else xc
+    t = xc * D_LOG2E + D(6755399441055744.0)
+    kf = t - D(6755399441055744.0)
+    ki = np.float64(t).view(np.int64) - np.int64(0x4338000000000000)
+    return kf, ki, xc - kf * D_LN2_HI, -kf * D_LN2_LO
+
+
+@njit(inline="always")
+def _exp32(x):
+    """float32 exp, evaluated in float64: x = k ln2 + r, exp(x) = 2^k (1 + r + r^2 P(r)) good
+    to 2^-39, so the float32 result (subnormal, overflowing to inf, or normal) is one rounding
+    of a nearly exact value: correctly rounded but for about 1 in 10^4-10^5 near-ties, as
+    glibc's expf, so bit-equal to PyTorch's exp far more often than a float32 evaluation
+    (0.85 ULP, 10% misrounded) would be.  NaN passes through (the clamps keep it)."""
+    xc = F(89) if x > F(89) else x
+    xc = F(-104) if xc < F(-104) else xc
+    xd = np.float64(xc)
+    t = xd * D_LOG2E + D(6755399441055744.0)
+    kf = t - D(6755399441055744.0)
+    r = xd - kf * D(0.6931471805599453)  # |k| <= 150: an error of 2^-44 at most
+    y = D_ONE + (r + r * r * _horner(EXP32D_P, r))
+    s = np.int64((np.float64(t).view(np.int64) << np.int64(52)) + np.int64(0x3FF0000000000000))
+    return np.float32(y * s.view(np.float64))  # 2^k: k in [-150, 129], a normal double
+
+
+@njit(inline="always")
+def _exp32f(x):
+    """float32 exp in float32 arithmetic (0.85 ULP; half the cost of ``_exp32``), for
+    functions whose own rounding errors dominate (sigmoid, erf).  2^k is applied as two
+    factors 2^(k/2), so subnormal results (down to x = -103.97) round once, and x > 88.72
+    overflows to inf; NaN passes through."""
+    kf, ki, rh, rl = _reduce32(x, F(-104), F(89))
+    r = rh + rl
+    y = F_ONE + (rh + (rl + r * r * _horner(EXP32_P, r)))
+    k1 = np.int32(ki >> np.int32(1))
+    return (y * _pow2_32(k1)) * _pow2_32(np.int32(ki - k1))
+
+
+@njit(inline="always")
+def _exp64(x):
+    kf, ki, rh, rl = _reduce64(x, D(-746), D(710))
+    r = rh + rl
+    y = D_ONE + (rh + (rl + r * r * _horner(EXP64_P, r)))
+    k1 = ki >> np.int64(1)
+    return (y * _pow2_64(k1)) * _pow2_64(ki - k1)
+
+
+@njit(inline="always")
+def _expm1_32(x):
+    """x = k ln2 + rh + rl (rh exact, rl tiny), expm1(x) = (2^k rh + (2^k - 1)) + 2^k (rl +
+    r^2 P(r)): the first sum is exact where it would cancel (k = 1, r < 0), so the error is
+    that of the small second term.  For k > 23 (2^k - 1 no longer exact) it is
+    2^k ((rh - 2^-k + ...) + 1), the power of two applied in two factors as in exp (k = 128
+    does not fit a float32 exponent).  Below -30 the result is -1; |x| < 2^-25 gives x."""
+    kf, ki, rh, rl = _reduce32(x, F(-30), F(89))
+    r = rh + rl
+    rrp = rl + r * r * _horner(EXP32_P, r)
+    t = _pow2_32(ki if ki < np.int32(23) else np.int32(23))
+    small = (t * rh + (t - F_ONE)) + t * rrp
+    tinv = _pow2_32(-ki if ki < np.int32(64) else np.int32(-64))
+    k1 = np.int32(ki >> np.int32(1))
+    big = (((rh - tinv) + rrp) + F_ONE) * _pow2_32(k1) * _pow2_32(np.int32(ki - k1))
+    y = small if ki <= np.int32(23) else big
+    return x if abs(x) < F(2.98023224e-08) else y
+
+
+@njit(inline="always")
+def _expm1_64(x):
+    kf, ki, rh, rl = _reduce64(x, D(-50), D(710))
+    r = rh + rl
+    rrp = rl + r * r * _horner(EXP64_P, r)
+    t = _pow2_64(ki if ki < np.int64(52) else np.int64(52))
+    small = (t * rh + (t - D_ONE)) + t * rrp
+    tinv = _pow2_64(-ki if ki < np.int64(512) else np.int64(-512))
+    k1 = ki >> np.int64(1)
+    big = (((rh - tinv) + rrp) + D_ONE) * _pow2_64(k1) * _pow2_64(ki - k1)
+    y = small if ki <= np.int64(52) else big
+    return x if abs(x) < D(5.551115123125783e-17) else y
+
+
+# ---------------------------------------------------------------------------------------------
+# log / log1p
+
+
+@njit(inline="always")
+def _split32(x):
+    """(f, e) with x = (1 + f) 2^e, 1 + f in [sqrt(1/2), sqrt(2)), for finite x > 0 (others
+    give some value: the callers select); read from the bits, subnormals scaled by 2^23."""
+    sub = x < F(1.17549435e-38)
+    xs = x * F(8388608.0) if sub else x
+    bits = np.float32(xs).view(np.int32)
+    e = ((bits >> np.int32(23)) & np.int32(0xFF)) - np.int32(127)
+    e = e - np.int32(23) if sub else e
+    m = np.int32((bits & np.int32(0x7FFFFF)) | np.int32(0x3F800000)).view(np.float32)
+    big = m > F_SQRT2
+    m = m * F_HALF if big else m
+    e = e + np.int32(1) if big else e
+    return m - F_ONE, F(e)
+
+
+@njit(inline="always")
+def _split64(x):
+    sub = x < D(2.2250738585072014e-308)
+    xs = x * D(18014398509481984.0) if sub else x  # 2^54
+    bits = np.float64(xs).view(np.int64)
+    e = ((bits >> np.int64(52)) & np.int64(0x7FF)) - np.int64(1023)
+    e = e - np.int64(54) if sub else e
+    m = np.int64((bits & np.int64(0xFFFFFFFFFFFFF)) | np.int64(0x3FF0000000000000)).view(np.float64)
+    big = m > D_SQRT2
+    m = m * D_HALF if big else m
+    e = e + np.int64(1) if big else e
+    return m - D_ONE, D(e)
+
+
+@njit(inline="always")
+def _log1p_core32(f, ef):
+    """log((1 + f) 2^e) = e ln2 + f - f^2 / 2 + f^3 Q(f), summed small terms first."""
+    z = f * f
+    y = f * z * _horner(LOG32_Q, f)
+    y = y + ef * F_LN2_LO
+    y = y - F_HALF * z
+    return (f + y) + ef * F_LN2_HI
+
+
+@njit(inline="always")
+def _log1p_core64(f, ef):
+    """log((1 + f) 2^e) = e ln2 + 2s + s R(s^2), s = f / (2 + f), arranged so that f enters
+    exactly and only the small terms carry rounding errors."""
+    s = f / (D_TWO + f)
+    z = s * s
+    rz = z * _horner(LOG64_P, z)
+    hfsq = D_HALF * f * f
+    return ef * D_LN2_HI - ((hfsq - (s * (hfsq + rz) + ef * D_LN2_LO)) - f)
+
+
+@njit(inline="always")
+def _log32(x):
+    f, ef = _split32(x)
+    y = _log1p_core32(f, ef)
+    y = -F_INF if x == F_ZERO else y
+    y = F_NAN if x < F_ZERO else y
+    return x if ((x != x) | (x == F_INF)) else y
+
+
+@njit(inline="always")
+def _log64(x):
+    f, ef = _split64(x)
+    y = _log1p_core64(f, ef)
+    y = -D_INF if x == D_ZERO else y
+    y = D_NAN if x < D_ZERO else y
+    return x if ((x != x) | (x == D_INF)) else y
+
+
+@njit(inline="always")
+def _log1p32(x):
+    """For 1 + x in [sqrt(1/2), sqrt(2)) the core polynomial on x itself (exact input);
+    elsewhere log(u) + (x - (u - 1)) / u with u = 1 + x rounded: the second term is u's
+    rounding error, exactly (u - 1 and x - (u - 1) are exact)."""
+    u = F_ONE + x
+    f, ef = _split32(u)
+    near = (x > F(-0.29289323)) & (x < F(0.41421354))
+    c = (x - (u - F_ONE)) / u
+    c = F_ZERO if (near | (u == F_INF)) else c
+    y = _log1p_core32(x if near else f, F_ZERO if near else ef) + c
+    y = -F_INF if u == F_ZERO else y
+    y = F_NAN if u < F_ZERO else y
+    return x if ((abs(x) < F(2.98023224e-08)) | (x != x) | (x == F_INF)) else y
+
+
+@njit(inline="always")
+def _log1p64(x):
+    u = D_ONE + x
+    f, ef = _split64(u)
+    near = (x > D(-0.2928932188134524)) & (x < D(0.41421356237309503))
+    c = (x - (u - D_ONE)) / u
+    c = D_ZERO if (near | (u == D_INF)) else c
+    y = _log1p_core64(x if near else f, D_ZERO if near else ef) + c
+    y = -D_INF if u == D_ZERO else y
+    y = D_NAN if u < D_ZERO else y
+    return x if ((abs(x) < D(5.551115123125783e-17)) | (x != x) | (x == D_INF)) else y
+
+
+# ---------------------------------------------------------------------------------------------
+# tanh, sigmoid, erf
+
+
+@njit(inline="always")
+def _tanh32(x):
+    """x + x^3 T(x^2) below 0.55; above, 1 - 2 / (expm1(2|x|) + 2), where the error of
+    expm1 is damped by the small 2 / (m + 2) (inf above 44 gives 1).  Below 2^-12 (2^-27 for
+    float64) the result is x itself, which keeps -0.0."""
     a = abs(x)
     z = x * x
-    small = ((((t0 * z + t1) * z + t2) * z + t3) * z + t4) * z * x + x
-    big = _ONE - _TWO / (expf(_TWO * a) + _ONE)
-    big = big if x >= _ZERO else -big
-    return small if a < _F(0.625) else big
+    small = x + x * z * _horner(TANH32_T, z)
+    big = F_ONE - F_TWO / (_expm1_32(F_TWO * a) + F_TWO)
+    big = -big if x < F_ZERO else big
+    y = small if a < F(0.55) else big
+    return x if ((a < F(2.44140625e-4)) | (x != x)) else y  # tanh x rounds to x: keeps -0.0
 
 
-def vtanh(x):
-    """tanh: vectorisable for float32, libm otherwise (NOTE [vectorised gates])."""
-    return np.tanh(x)
+@njit(inline="always")
+def _tanh64(x):
+    a = abs(x)
+    z = x * x
+    small = x + x * z * _horner(TANH64_T, z)
+    big = D_ONE - D_TWO / (_expm1_64(D_TWO * a) + D_TWO)
+    big = -big if x < D_ZERO else big
+    y = small if a < D(0.55) else big
+    return x if ((a < D(7.450580596923828e-09)) | (x != x)) else y
 
 
-def vsigmoid(x):
-    """1 / (1 + exp(-x)): vectorisable for float32, libm otherwise."""
-    return 1 / (1 + np.exp(-x))
+@njit(inline="always")
+def _sigmoid32(x):
+    """1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below: e^-|x| never overflows, and the
+    tail below -88 is subnormal, not 0."""
+    e = _exp32f(-abs(x))
+    return (F_ONE if x >= F_ZERO else e) / (F_ONE + e)
 
 
-@overload(vtanh, jit_options={"error_model": "numpy"})
-def _tanh_typed(x):
-    if isinstance(x, types.Float) and x.bitwidth == 32:
-        return lambda x: tanhf(x)
-    return lambda x: np.tanh(x)
+@njit(inline="always")
+def _sigmoid64(x):
+    e = _exp64(-abs(x))
+    return (D_ONE if x >= D_ZERO else e) / (D_ONE + e)
 
 
-@overload(vsigmoid, jit_options={"error_model": "numpy"})
-def _sigmoid_typed(x):
-    if isinstance(x, types.Float) and x.bitwidth == 32:
-        return lambda x: _ONE / (_ONE + expf(-x))
-    return lambda x: 1.0 / (1.0 + np.exp(-x))
+@njit(inline="always")
+def _erf32(x):
+    """x + x A(x^2) below 0.875; 1 - e^(-x^2) B(|x| - 2.4) up to 3.93, +-1 above."""
+    a = abs(x)
+    z = x * x
+    small = x + x * _horner(ERF32_A, z)
+    big = F_ONE - _exp32f(-z) * _horner(ERF32_B, a - ERF32_MID)
+    big = F_ONE if a >= F(3.93) else big
+    big = -big if x < F_ZERO else big
+    y = small if a < F(0.875) else big
+    return y if x == x else x
 
 
-def vexp(x):
-    """exp: vectorisable for float32, libm otherwise."""
+@njit(inline="always")
+def _erf64(x):
+    """x + x A(x^2) below 0.875; 1 - e^(-x^2) B(|x| - mid) up to 6 (two coefficient sets,
+    chosen per element by a select), +-1 above."""
+    a = abs(x)
+    z = x * x
+    small = x + x * _horner(ERF64_A, z)
+    lo = a < ERF64_SPLIT
+    t = a - (ERF64_MID1 if lo else ERF64_MID2)
+    p = ERF64_B1[-1] if lo else ERF64_B2[-1]
+    for i in range(len(ERF64_B1) - 2, -1, -1):
+        p = p * t + (ERF64_B1[i] if lo else ERF64_B2[i])
+    big = D_ONE - _exp64(-z) * p
+    big = D_ONE if a >= D(6) else big
+    big = -big if x < D_ZERO else big
+    y = small if a < D(0.875) else big
+    return y if x == x else x
+
+
+@njit(inline="always")
+def _expflush32(x):
+    """exp for the row kernels (x <= 88, the softmax shifts x - max): exp's reduction and
+    polynomial, but one power of two, so results below the smallest normal (x < -87.3) are 0
+    instead of subnormal; half of exp's instructions.  NaN stays NaN."""
+    xc = F(88) if x > F(88) else x
+    xc = F(-88) if xc < F(-88) else xc
+    t = xc * F_LOG2E + F(12582912.0)
+    kf = t - F(12582912.0)
+    r = xc - kf * F_LN2_HI
+    r = r - kf * F_LN2_LO
+    y = F_ONE + (r + r * r * _horner(EXP32_P, r))
+    # t's bits are 0x4B400000 + k: shifted left by 23 they are k << 23 (mod 2^32)
+    b = np.int32(np.float32(t).view(np.int32) << np.int32(23))
+    return y * np.int32(b + np.int32(0x3F800000)).view(np.float32)
+
+
+@njit(inline="always")
+def _expflush64(x):
+    xc = D(709) if x > D(709) else x
+    xc = D(-709) if xc < D(-709) else xc
+    t = xc * D_LOG2E + D(6755399441055744.0)
+    kf = t - D(6755399441055744.0)
+    r = xc - kf * D_LN2_HI
+    r = r - kf * D_LN2_LO
+    y = D_ONE + (r + r * r * _horner(EXP64_P, r))
+    b = np.float64(t).view(np.int64) << np.int64(52)
+    return y * np.int64(b + np.int64(0x3FF0000000000000)).view(np.float64)
+
+
+# ---------------------------------------------------------------------------------------------
+# the dtype dispatch: what kernels call
+
+
+def _is32(x):
+    return isinstance(x, types.Float) and x.bitwidth == 32
+
+
+def _is64(x):
+    return isinstance(x, types.Float) and x.bitwidth == 64
+
+
+def _dispatch(stub, f32, f64, other):
+    """Register the overload of ``stub``: f32 / f64 for float32 / float64 arguments,
+    ``other`` (numpy's function) for the rest."""
+
+    def typer(x):
+        if _is32(x):
+            return lambda x: f32(x)
+        if _is64(x):
+            return lambda x: f64(x)
+        return lambda x: other(x)
+
+    overload(stub, jit_options=_FLAGS)(typer)
+    return stub
+
+
+def exp(x):
+    """e^x (NOTE [vmath])."""
     return np.exp(x)
 
 
-@overload(vexp, jit_options={"error_model": "numpy"})
-def _vexp_typed(x):
-    if isinstance(x, types.Float) and x.bitwidth == 32:
-        return lambda x: expf(x)
-    return lambda x: np.exp(x)
+def expm1(x):
+    """e^x - 1, exact near 0 (NOTE [vmath])."""
+    return np.expm1(x)
 
 
-def as_type_of(v, like):
-    """``v`` converted to the type of ``like`` (a float32 kernel computes a difference in
-    float64, then exponentiates it in float32: fast-math cannot re-associate across the cast)."""
+def log(x):
+    """Natural logarithm (NOTE [vmath])."""
+    return np.log(x)
+
+
+def log1p(x):
+    """log(1 + x), exact near 0 (NOTE [vmath])."""
+    return np.log1p(x)
+
+
+def tanh(x):
+    """Hyperbolic tangent (NOTE [vmath])."""
+    return np.tanh(x)
+
+
+def sigmoid(x):
+    """1 / (1 + e^-x), one-sided so it never overflows (NOTE [vmath])."""
+    x = np.asarray(x)
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1, e) / (1 + e)
+
+
+def erf(x):
+    """The error function (NOTE [vmath])."""
+    return np.vectorize(math.erf, otypes=[np.result_type(x, np.float32)])(x)
+
+
+_dispatch(exp, _exp32, _exp64, np.exp)
+_dispatch(expm1, _expm1_32, _expm1_64, np.expm1)
+_dispatch(log, _log32, _log64, np.log)
+_dispatch(log1p, _log1p32, _log1p64, np.log1p)
+_dispatch(tanh, _tanh32, _tanh64, np.tanh)
+_dispatch(sigmoid, _sigmoid32, _sigmoid64, lambda x: 1 / (1 + np.exp(-x)))
+_dispatch(erf, _erf32, _erf64, math.erf)
+
+
+def exp_flush(x):
+    """exp(x) for x <= 88 (float32) / 709 (float64), results below the smallest normal
+    flushed to 0: the softmax-style rows' exp of ``x - max`` (NOTE [vmath])."""
+    return np.exp(x)
+
+
+_dispatch(exp_flush, _expflush32, _expflush64, np.exp)
+
+FUNCTIONS = {
+    "exp": exp,
+    "expm1": expm1,
+    "log": log,
+    "log1p": log1p,
+    "tanh": tanh,
+    "sigmoid": sigmoid,
+    "erf": erf,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers of the row kernels (softmax, log-softmax, cross-entropy, logsumexp)
+
+
+def _ordered32(x):
+    b = np.float32(x).view(np.int32)
+    return np.int32(b ^ ((b >> np.int32(31)) & np.int32(0x7FFFFFFF)))  # (Numba widens int32 ops)
+
+
+def _ordered64(x):
+    b = np.float64(x).view(np.int64)
+    return b ^ ((b >> np.int64(63)) & np.int64(0x7FFFFFFFFFFFFFFF))
+
+
+def _unordered32(x):
+    return np.int32(x ^ ((x >> np.int32(31)) & np.int32(0x7FFFFFFF))).view(np.float32)
+
+
+def _unordered64(x):
+    return np.int64(x ^ ((x >> np.int64(63)) & np.int64(0x7FFFFFFFFFFFFFFF))).view(np.float64)
+
+
+def ordered(v):
+    """The float's bits as a signed integer of the same width that orders like the float
+    (-inf < ... < -0.0 < 0.0 < ... < inf; NaNs beyond the infinities, by sign): an integer max
+    reduction vectorises where a float one does not (LLVM needs no-NaNs for that)."""
     return v
 
 
-@overload(as_type_of, jit_options={"error_model": "numpy"})
-def _as_type_of_typed(v, like):
-    if isinstance(like, types.Float) and like.bitwidth == 32:
-        return lambda v, like: np.float32(v)
-    return lambda v, like: np.float64(v)
+def unordered(i):
+    """The inverse of ``ordered``."""
+    return i
 
 
-# erf: the rational minimax approximation on [-4, 4] used by Eigen and XLA for float32
-# (an odd polynomial over an even one in x^2); |x| >= 4 is +-1 in float32
-_ERF_A = (
-    _F(-2.72614225801306e-10),
-    _F(2.77068142495902e-08),
-    _F(-2.10102402082508e-06),
-    _F(-5.69250639462346e-05),
-    _F(-7.34990630326855e-04),
-    _F(-2.95459980854025e-03),
-    _F(-1.60960333262415e-02),
-)
-_ERF_B = (
-    _F(-1.45660718464996e-05),
-    _F(-2.13374055278905e-04),
-    _F(-1.68282697438203e-03),
-    _F(-7.37332916720468e-03),
-    _F(-1.42647390514189e-02),
-)
-_FOUR = _F(4)
+def _typed(stub, impls):
+    """Overload the one-argument ``stub`` with the first ``impl`` whose ``cond`` holds."""
+
+    def typer(x):
+        for cond, impl in impls:
+            if cond(x):
+                return impl
+        return None
+
+    overload(stub, jit_options=_FLAGS)(typer)
+
+
+def _int_bits(n):
+    return lambda t: isinstance(t, types.Integer) and t.bitwidth == n
+
+
+_typed(ordered, ((_is32, _ordered32), (_is64, _ordered64)))
+_typed(unordered, ((_int_bits(32), _unordered32), (_int_bits(64), _unordered64)))
+
+
+def cast_like(v, ref):
+    """``v`` converted to the float type of ``ref`` (float32 row kernels keep float32 maths)."""
+    return v
+
+
+@overload(cast_like, jit_options=_FLAGS)
+def _cast_like(v, ref):
+    if _is32(ref):
+        return lambda v, ref: np.float32(v)
+    return lambda v, ref: np.float64(v)
+
+
+def sub2(x, m, c):
+    """(x - m) - c in that order: in a kernel compiled with re-association LLVM could hoist
+    m + c out of the loop, losing x's low bits when |m| is large (logits of 1e4)."""
+    return (x - m) - c
+
+
+overload(sub2, jit_options=_FLAGS)(lambda x, m, c: lambda x, m, c: (x - m) - c)
+
+
+def exp_sub2(x, m, c):
+    """exp_flush((x - m) - c), the subtractions as in ``sub2``."""
+    return np.exp((x - m) - c)
+
+
+overload(exp_sub2, jit_options=_FLAGS)(lambda x, m, c: lambda x, m, c: exp_flush((x - m) - c))
+
+# Row sums block the float32 accumulation: one vector of partial sums per block of _BLOCK
+# elements (LLVM splits the sum over lanes under re-association), blocks added in float64.
+_BLOCK = 1024
 
 
 @njit(inline="always")
-def erff(x):
-    """Branch-free float32 erf: x * P(x^2) / Q(x^2) on x clamped to [-4, 4]; NaN for NaN."""
-    a13, a11, a9, a7, a5, a3, a1 = _ERF_A
-    b8, b6, b4, b2, b0 = _ERF_B
-    xc = min(max(x, -_FOUR), _FOUR)
-    x2 = xc * xc
-    p = x2 * a13 + a11
-    p = x2 * p + a9
-    p = x2 * p + a7
-    p = x2 * p + a5
-    p = x2 * p + a3
-    p = x2 * p + a1
-    p = xc * p
-    q = x2 * b8 + b6
-    q = x2 * q + b4
-    q = x2 * q + b2
-    q = x2 * q + b0
-    r = p / q
-    return r if x == x else x
+def row_max(row):
+    """The largest element of a 1-D row, for shifting exp (the caller's flags apply: inlined
+    at Numba level).  A NaN element may or may not be the answer; either way exp(row - m)
+    sums to NaN, as the row's softmax must."""
+    mi = ordered(row[0])
+    for k in range(1, row.size):
+        v = ordered(row[k])
+        mi = v if v > mi else mi
+    return unordered(mi)
 
 
-def verf(x):
-    """erf: vectorisable for float32, libm (``math.erf``) otherwise."""
-    return math.erf(x)
+@njit(inline="always")
+def sum_exp(row, m):
+    """float64 sum of exp_flush(row[k] - m), blocked (see _BLOCK)."""
+    n = row.size
+    total = 0.0
+    zero = cast_like(0.0, row[0])
+    for b0 in range(0, n, _BLOCK):
+        s = zero
+        for k in range(b0, min(b0 + _BLOCK, n)):
+            s += exp_flush(row[k] - m)
+        total += s
+    return total
 
 
-@overload(verf, jit_options={"error_model": "numpy"})
-def _verf_typed(x):
-    if isinstance(x, types.Float) and x.bitwidth == 32:
-        return lambda x: erff(x)
-    return lambda x: math.erf(x)
+@njit(inline="always")
+def store_exp(row, m, dst):
+    """dst[k] = exp_flush(row[k] - m); returns their float64 sum, blocked."""
+    n = row.size
+    total = 0.0
+    zero = cast_like(0.0, row[0])
+    for b0 in range(0, n, _BLOCK):
+        s = zero
+        for k in range(b0, min(b0 + _BLOCK, n)):
+            e = exp_flush(row[k] - m)
+            dst[k] = e
+            s += e
+        total += s
+    return total
 
 
-def at(a, i):
-    """``a[i]`` for an array, ``a`` itself for a scalar: the generated loop kernels' operand
-    access (NOTE [loop kernels] in kernels/build.py)."""
-    return a[i]
+@njit(inline="always")
+def row_sum(row):
+    """float64 sum of a row, blocked."""
+    n = row.size
+    total = 0.0
+    zero = cast_like(0.0, row[0])
+    for b0 in range(0, n, _BLOCK):
+        s = zero
+        for k in range(b0, min(b0 + _BLOCK, n)):
+            s += row[k]
+        total += s
+    return total
 
 
-@overload(at, inline="always")
-def _at_typed(a, i):
-    if isinstance(a, types.Array):
-        return lambda a, i: a[i]
-    return lambda a, i: a
+@njit(inline="always")
+def row_dot(a, b):
+    """float64 sum of a[k] * b[k], blocked."""
+    n = a.size
+    total = 0.0
+    zero = cast_like(0.0, a[0])
+    for b0 in range(0, n, _BLOCK):
+        s = zero
+        for k in range(b0, min(b0 + _BLOCK, n)):
+            s += a[k] * b[k]
+        total += s
+    return total
