@@ -92,7 +92,7 @@ from .autograd import (
 from .ops.symbolic import elementwise  # noqa: E402
 
 del _forward_ad, _functional
-from . import nn, optim, testing  # noqa: E402,F401
+from . import distributed, nn, optim, testing  # noqa: E402,F401  (distributed: mpi4py on use)
 from .nn import _vf as _VF  # noqa: E402,F401  (torch._VF's recurrent entry points)
 from .utils import (  # noqa: E402  (above autograd and nn; nbgrad.utils.data etc.)
     checkpoint as _checkpoint,
