@@ -495,16 +495,20 @@ def _requests_done(reqs):
 
 
 def _drive(test, limit, describe):
-    """Call ``test()`` until it returns True: spin first, then sleep with a growing pause (at
-    most 0.5 ms) so a waiting rank leaves the CPU to the others; raise after ``limit``."""
-    for _ in range(64):
-        if test():
-            return
+    """Call ``test()`` until it returns True: busy-poll for the first millisecond (as MPI_Wait
+    does), then yield the CPU between tests, and after 50 ms sleep a growing pause (at most
+    0.5 ms) so that a rank that waits long leaves the cores to the others; raise after
+    ``limit``."""
+    if test():
+        return
     start = time.monotonic()
+    spin, relax = start + 1e-3, start + 0.05
     deadline = start + limit.total_seconds()
     pause = 2e-5
     while not test():
         now = time.monotonic()
+        if now < spin:
+            continue
         if now > deadline:
             pg = GroupMember.WORLD
             raise RuntimeError(
@@ -512,8 +516,11 @@ def _drive(test, limit, describe):
                 "milliseconds before timing out."
                 % (pg._rank if pg is not None else -1, describe(), (now - start) * 1000)
             )
-        time.sleep(pause)
-        pause = min(pause * 2, 5e-4)
+        if now < relax:
+            time.sleep(0)
+        else:
+            time.sleep(pause)
+            pause = min(pause * 2, 5e-4)
 
 
 def _finish(pg, optype, reqs, async_op, finish=None, outputs=(), seq=-1):
