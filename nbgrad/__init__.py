@@ -97,6 +97,7 @@ del _forward_ad, _functional
 # tensor, the op registry and autograd (issue #13's import-time target)
 _LAZY = {"nn": "nbgrad.nn", "optim": "nbgrad.optim", "testing": "nbgrad.testing"}
 _LAZY["_VF"] = "nbgrad.nn._vf"  # torch._VF's recurrent entry points
+_LAZY["distributed"] = "nbgrad.distributed"  # torch.distributed (mpi4py on use)
 from ._missing import missing as _missing  # noqa: E402
 from .autograd.anomaly_mode import (
     is_anomaly_check_nan_enabled,  # noqa: E402,F401

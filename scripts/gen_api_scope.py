@@ -89,6 +89,8 @@ def render():
         ("`nbgrad.utils.dlpack`", _public(nbgrad.utils.dlpack)),
         ("`nbgrad.utils.safetensors` (`safetensors.torch`)", _public(_safetensors)),
         ("`nbgrad.cuda`", _public(nbgrad.cuda)),
+        ("`nbgrad.distributed` (MPI backend)", sorted(nbgrad.distributed.__all__)),
+        ("`nbgrad.nn.parallel`", _public(nbgrad.nn.parallel)),
     ]
     out = [
         "# API scope",

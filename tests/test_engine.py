@@ -916,3 +916,59 @@ def test_accumulated_gradients_of_a_shared_input(T):
     y.sum().backward()
     expected = [6.0 + v for v in T.tensor([0.5, -1.0, 2.0]).exp().tolist()]
     assert x.grad.tolist() == pytest.approx(expected)
+
+
+# -- final callbacks (PyTorch's Variable._execution_engine.queue_callback; DDP's end of backward)
+
+
+def _queue_callback(T):
+    if T is nbgrad:
+        return nbgrad.autograd.engine.queue_callback
+    return torch.autograd.Variable._execution_engine.queue_callback
+
+
+def test_queue_callback_outside_backward_error(T):
+    with pytest.raises(RuntimeError, match="Final callbacks can only be installed during backward"):
+        _queue_callback(T)(lambda: None)
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_queue_callback_runs_after_every_gradient_in_order(T, create_graph):
+    queue, log = _queue_callback(T), []
+    x = leaf(T)
+    y = leaf(T, (3.0, 4.0))
+
+    def hook(g):
+        log.append("hook")
+
+        def cb1():
+            log.append(("cb1", T.is_grad_enabled()))
+            queue(lambda: log.append("queued by a callback"))
+
+        queue(cb1)
+        queue(lambda: log.append(("cb2", x.grad.tolist(), y.grad.tolist())))
+        return g
+
+    x.register_hook(hook)
+    x.register_post_accumulate_grad_hook(lambda p: log.append("post-accumulate"))
+    ((x * 2).sum() + (y * x).sum()).backward(create_graph=create_graph)
+    assert log == [
+        "hook",
+        "post-accumulate",
+        ("cb1", create_graph),
+        ("cb2", [5.0, 6.0], [1.0, 2.0]),
+        "queued by a callback",
+    ]
+    log.clear()  # callbacks belong to one backward: the next one runs only what it queues
+    x.grad = y.grad = None
+    (y * 3).sum().backward()
+    assert log == []
+
+
+def test_queue_callback_error_propagates_after_gradients(T):
+    x = leaf(T)
+    queue = _queue_callback(T)
+    x.register_hook(lambda g: queue(lambda: 1 / 0))
+    with pytest.raises(ZeroDivisionError):
+        (x * 2).sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]

@@ -51,6 +51,7 @@ LAYERS = [
         "library",
         [
             "nbgrad.nn",
+            "nbgrad.distributed",
             "nbgrad.optim",
             "nbgrad.utils",
             "nbgrad.serialization",

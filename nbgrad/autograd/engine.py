@@ -59,7 +59,8 @@ def run_backward(
     if inputs is not None:
         captures, execute = plan(inputs, deps, root_nodes, accumulate)
     captured = [None] * (len(inputs) if inputs is not None else 0)
-    TASKS.stack += (GraphTask(deps, root_nodes, execute, captures, accumulate),)
+    task = GraphTask(deps, root_nodes, execute, captures, accumulate)
+    TASKS.stack += (task,)
 
     ready, tick = [], itertools.count()
     for node in root_nodes:
@@ -156,12 +157,37 @@ def run_backward(
                             heappush(ready, (-child._seq, next(tick), child))
                 i += 1
             g = outs = None  # hold no gradient across nodes (NOTE [stealing the gradient])
+        if task.callbacks is not None:  # NOTE [final callbacks]
+            _run_final_callbacks(task)
     finally:
         grad_mode.STATE.enabled = prev
         BATCH.dims = prev_batch
         _EXTOBJ.reset(quiet)
         TASKS.stack = TASKS.stack[:-1]
     return captured
+
+
+def queue_callback(callback):
+    """PyTorch's ``Variable._execution_engine.queue_callback``: run ``callback()`` when the
+    backward running in this thread has computed every gradient, before it returns.
+
+    NOTE [final callbacks]: callbacks belong to the innermost running graph task (a reentrant
+    backward's own, as in PyTorch), run in the order queued, with that backward's grad mode;
+    one queued by a callback runs too.  They do not run when the backward raised.
+    """
+    if not TASKS.stack:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    task = TASKS.stack[-1]
+    if task.callbacks is None:
+        task.callbacks = []
+    task.callbacks.append(callback)
+
+
+def _run_final_callbacks(task):
+    cbs, i = task.callbacks, 0
+    while i < len(cbs):  # a callback may queue more
+        cbs[i]()
+        i += 1
 
 
 def _run_node(node, *args):

@@ -344,12 +344,13 @@ _task_ids = itertools.count(1)
 class GraphTask:
     """One backward call as the engine runs it: what ``will_engine_execute_node`` asks."""
 
-    __slots__ = ("id", "deps", "roots", "execute", "captures", "accumulate")
+    __slots__ = ("id", "deps", "roots", "execute", "captures", "accumulate", "callbacks")
 
     def __init__(self, deps, roots, execute, captures, accumulate):
         self.id = next(_task_ids)
         self.deps, self.roots, self.execute, self.captures = deps, roots, execute, captures
         self.accumulate = accumulate  # backward(); False: autograd.grad()
+        self.callbacks = None  # NOTE [final callbacks]: engine.queue_callback's list
 
     def will_execute(self, node):
         if not self.accumulate and type(node) is AccumulateGrad:

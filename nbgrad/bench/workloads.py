@@ -18,6 +18,7 @@ run every workload once in a test (``nbgrad-bench --quick``).
 import contextlib
 import fnmatch
 import importlib
+import importlib.util
 import math
 import os
 import random
@@ -650,6 +651,86 @@ def _requires_kernel_cache(T):
     return None
 
 
+# Data-parallel training over MPI: scripts/bench_ddp.py on 2 ranks (mpirun), one mode per
+# workload; the script's own report (both modes interleaved, the overlap timeline) is what
+# docs/performance.md quotes.
+
+_BENCH_DDP = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    "scripts",
+    "bench_ddp.py",
+)
+
+
+def _mpirun():
+    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+    return shutil.which("mpirun", path=path) or shutil.which("mpiexec", path=path)
+
+
+def _requires_mpi(T):
+    if T.__name__ != "nbgrad":
+        return "nbgrad's MPI data parallelism (PyTorch's CPU wheel has no MPI backend)"
+    if importlib.util.find_spec("mpi4py") is None:
+        return "mpi4py is not installed (pip install 'nbgrad[mpi]')"
+    if _mpirun() is None:
+        return "no mpirun/mpiexec on PATH"
+    if not os.path.isfile(_BENCH_DDP):
+        return "scripts/bench_ddp.py is not in this checkout"
+    try:
+        importlib.import_module(T.__name__ + ".nn.parallel")
+    except ImportError:
+        return "this nbgrad has no nn.parallel.DistributedDataParallel"
+    return None
+
+
+class MpiRun:
+    """A callable that runs scripts/bench_ddp.py's ranks for one ``mode`` under ``mpirun -n 2``
+    with library ``T`` and returns the median seconds per training step it measured."""
+
+    def __init__(self, T, mode, ranks, **params):
+        self.mode = mode
+        exe = _mpirun()
+        version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+        cmd = [exe, "-n", str(ranks)]
+        if "Open MPI" in version:
+            if hasattr(os, "geteuid") and os.geteuid() == 0:
+                cmd.append("--allow-run-as-root")
+            if ranks > (os.cpu_count() or 1):
+                cmd.append("--oversubscribe")
+        self.cmd = (
+            cmd
+            + [sys.executable, _BENCH_DDP, "--worker", "--modes", mode]
+            + ["--%s=%s" % (k.replace("_", "-"), v) for k, v in sorted(params.items())]
+        )
+        root = os.path.dirname(os.path.dirname(os.path.abspath(T.__file__)))
+        self.env = dict(os.environ, NBGRAD_QUIET="1", NBGRAD_DISTRIBUTED_CHECKS="0")
+        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            self.env.setdefault(var, "1")
+        self.env["PYTHONPATH"] = os.pathsep.join(
+            [root] + [p for p in [os.environ.get("PYTHONPATH")] if p]
+        )
+
+    def warm_up(self):
+        self()
+
+    def __call__(self):
+        out = subprocess.run(self.cmd, env=self.env, capture_output=True, text=True, timeout=600)
+        for line in out.stdout.splitlines():
+            if line.startswith("BENCHDDP "):
+                import json
+
+                doc = json.loads(line[len("BENCHDDP ") :])
+                return doc["modes"][self.mode]["median_ms"] / 1e3
+        raise RuntimeError(
+            "mpirun of bench_ddp.py failed (exit %d): %s"
+            % (out.returncode, (out.stdout + out.stderr).strip()[-2000:])
+        )
+
+
+_DDP_FULL = {"ranks": 2, "hidden": 512, "layers": 8, "batch": 16, "bucket_cap_mb": 1.0}
+_DDP_QUICK = {"ranks": 2, "hidden": 32, "layers": 2, "batch": 4, "bucket_cap_mb": 0.001}
+
+
 # ---------------------------------------------------------------------------------------------
 # the table
 
@@ -855,6 +936,36 @@ WORKLOADS = [
         {"call": hessian},
         full={"n_in": 50},
         quick={"n_in": 10},
+    ),
+    Workload(
+        "ddp_step_overlap",
+        "DDP step, 2 MPI ranks, {layers} x (Linear({hidden}, {hidden}), ReLU), batch {batch}/rank, "
+        "{bucket_cap_mb} MB buckets overlapping backward",
+        "distributed",
+        "ms",
+        {"process": lambda T, **p: MpiRun(T, "overlap", steps=5, rounds=3, **p)},
+        full=_DDP_FULL,
+        quick=_DDP_QUICK,
+        torch=False,
+        self_timed=True,
+        requires=_requires_mpi,
+        doc="scripts/bench_ddp.py --modes overlap under mpirun -n 2: median step of the slowest "
+        "rank; bucket all-reduces start from the post-accumulate-grad hooks",
+    ),
+    Workload(
+        "ddp_step_after_backward",
+        "DDP step, 2 MPI ranks, {layers} x (Linear({hidden}, {hidden}), ReLU), batch {batch}/rank, "
+        "one all-reduce after backward",
+        "distributed",
+        "ms",
+        {"process": lambda T, **p: MpiRun(T, "after_backward", steps=5, rounds=3, **p)},
+        full=_DDP_FULL,
+        quick=_DDP_QUICK,
+        torch=False,
+        self_timed=True,
+        requires=_requires_mpi,
+        doc="as ddp_step_overlap with one bucket: its all-reduce starts when backward has "
+        "produced the last gradient",
     ),
     Workload(
         "import_time",

@@ -5,6 +5,7 @@ from . import (  # noqa: F401
     functional,
     init,
     modules,  # noqa: F401
+    parallel,
     utils,
 )
 from .modules import *  # noqa: F401,F403
