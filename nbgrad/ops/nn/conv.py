@@ -223,7 +223,7 @@ def _conv_geometry(x, w, b, stride, padding, dilation, groups, nd):
 # call, which cost more than the copies themselves here (docs/performance.md, "CNN step").  No
 # scratch array is ever returned or stored: results are fresh arrays.
 
-_SCRATCH_MAX = 64 << 20
+_SCRATCH_MAX = 32 << 20
 
 
 class _Scratch(threading.local):
