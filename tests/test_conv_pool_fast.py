@@ -203,6 +203,29 @@ def test_im2col_and_col2im_match_a_reference_over_random_geometries():
         done += 1
 
 
+def test_valid_im2col_and_col2im_match_the_general_kernels():
+    """The stride-1 no-padding kernels (whole rows, no clipping), dilations included."""
+    rng = _rng(12)
+    for N, C, H, W, kh, kw, dh, dw in (
+        (3, 2, 7, 9, 3, 3, 1, 1),
+        (2, 3, 8, 6, 2, 3, 2, 1),
+        (1, 1, 5, 5, 5, 5, 1, 1),
+        (2, 2, 4, 9, 1, 4, 1, 2),
+    ):
+        oh, ow = H - dh * (kh - 1), W - dw * (kw - 1)
+        x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+        ref = np.empty((C * kh * kw, N * oh * ow), np.float32)
+        KC.im2col_cpu(x, ref, kh, kw, 1, 1, 0, 0, dh, dw, oh, ow)
+        cols = np.full_like(ref, np.nan)
+        KC.im2col_valid_cpu(x, cols, kh, kw, dh, dw, oh, ow)
+        np.testing.assert_array_equal(cols, ref)
+        c = rng.standard_normal(ref.shape).astype(np.float32)
+        g1, g2 = np.full(x.shape, np.nan, np.float32), np.full(x.shape, np.nan, np.float32)
+        KC.col2im_cpu(c, g1, kh, kw, 1, 1, 0, 0, dh, dw, oh, ow)
+        KC.col2im_valid_cpu(c, g2, kh, kw, dh, dw, oh, ow)
+        np.testing.assert_array_equal(g1, g2)
+
+
 # -- conv2d / conv1d: values and gradients -------------------------------------------------------
 
 CONV_CASES = [
@@ -318,14 +341,17 @@ def test_conv2d_input_gradient_is_not_computed_when_not_needed(monkeypatch):
     """The first conv of a network: its input takes no gradient, so no column GEMM and no
     col2im runs for it; the weight and bias gradients still do."""
     calls = _count_calls(monkeypatch, KC, "col2im_cpu")
+    calls_valid = _count_calls(monkeypatch, KC, "col2im_valid_cpu")
     x = nbgrad.randn(2, 1, 8, 8)
     w = nbgrad.randn(4, 1, 3, 3, requires_grad=True)
     b = nbgrad.randn(4, requires_grad=True)
-    F.conv2d(x, w, b).sum().backward()
-    assert calls == [] and w.grad is not None and b.grad is not None
+    for padding in (0, 1):  # the valid and the general kernels
+        F.conv2d(x, w, b, padding=padding).sum().backward()
+    assert calls == calls_valid == [] and w.grad is not None and b.grad is not None
     x.requires_grad_(True)
-    F.conv2d(x, w, b).sum().backward()
-    assert calls == [1] and x.grad is not None
+    for padding in (0, 1):
+        F.conv2d(x, w, b, padding=padding).sum().backward()
+    assert calls == calls_valid == [1] and x.grad is not None
 
 
 def test_conv2d_saved_input_and_weight_are_version_checked():

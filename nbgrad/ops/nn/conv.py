@@ -51,6 +51,18 @@ class _ConvGeom:
     def y4(self):
         return (self.N, self.O, self.OH, self.OW)
 
+    def valid(self):
+        """Stride 1, no padding, every tap in range: the whole-row im2col/col2im kernels."""
+        return (
+            self.sh == self.sw == 1
+            and self.ph == self.pw == 0
+            and self.OH + self.dh * (self.KH - 1) == self.H
+            and self.OW + self.dw * (self.KW - 1) == self.W
+        )
+
+    def vargs(self):
+        return (self.KH, self.KW, self.dh, self.dw, self.OH, self.OW)
+
     def kg(self):
         """Rows of one group's column block: C/G * KH * KW."""
         return self.C // self.G * self.KH * self.KW
@@ -211,7 +223,7 @@ def _conv_geometry(x, w, b, stride, padding, dilation, groups, nd):
 # call, which cost more than the copies themselves here (docs/performance.md, "CNN step").  No
 # scratch array is ever returned or stored: results are fresh arrays.
 
-_SCRATCH_MAX = 64 << 20
+_SCRATCH_MAX = 32 << 20
 
 
 class _Scratch(threading.local):
@@ -239,12 +251,17 @@ def _scratch(slot, shape, dtype):
 def _im2col(xa, geo, slot="cols"):
     """(C*KH*KW, N*OH*OW) columns of every image side by side (Numba), in scratch."""
     cols = _scratch(slot, (geo.C * geo.KH * geo.KW, geo.N * geo.OH * geo.OW), xa.dtype)
-    if cols.size:
+    if cols.size == 0:
+        pass
+    elif geo.valid():
+        KC.im2col_valid_cpu(xa, cols, *geo.vargs())
+    else:
         KC.im2col_cpu(xa, cols, *geo.kargs())
     return cols
 
 
 _NO_BIAS = {"f": np.empty(0, np.float32), "d": np.empty(0, np.float64)}
+_NO_SUM = np.empty(0, np.float64)
 
 
 def _conv_y_arr(xa, wa, geo, ba=None):
@@ -263,12 +280,15 @@ def _conv_y_arr(xa, wa, geo, ba=None):
     return y
 
 
-def _g_rows(ga, geo):
+def _g_rows(ga, geo, gb=None):
     """y-like ``ga`` (N, O, L) as (G, O/G, N*L) rows (scratch): the GEMM operand of both
-    gradients."""
+    gradients; with ``gb`` (float64, (O,)) the bias gradient is summed in the same pass."""
     N, G, O, L = geo.N, geo.G, geo.O, geo.OH * geo.OW
     gt = _scratch("grows", (O, N, L), ga.dtype)
-    np.copyto(gt, ga.reshape(N, O, L).transpose(1, 0, 2))
+    if gb is None:
+        KC.grad_rows_cpu(ga.reshape(N, O, L), gt, _NO_SUM, False)
+    else:
+        KC.grad_rows_cpu(ga.reshape(N, O, L), gt, gb, True)
     return gt.reshape(G, O // G, N * L)
 
 
@@ -280,7 +300,11 @@ def _conv_x_arr(ga, wa, geo, gt=None):
     cols = _scratch("cols", (G * Kg, NL), ga.dtype)
     np.matmul(wa.reshape(G, O // G, Kg).transpose(0, 2, 1), gt, out=cols.reshape(G, Kg, NL))
     gx = np.empty(geo.x4(), ga.dtype)
-    if gx.size:
+    if gx.size == 0:
+        pass
+    elif geo.valid():
+        KC.col2im_valid_cpu(cols, gx, *geo.vargs())
+    else:
         KC.col2im_cpu(cols, gx, *geo.kargs())
     return gx
 
@@ -361,21 +385,22 @@ def _conv_vjp_arrays(g, x, w, geo, nx, nw, nb):
     once for all three (NOTE [conv GEMMs]); the same values as the partial ops."""
     cd = compute_dtype(g._dtype)
     ga = carray(g, cd)
-    gt = _g_rows(ga, geo) if (nx or nw or nb) and ga.size else None
     out_dt = g._data.dtype
+    sums = np.zeros(geo.O, np.float64) if nb else None
+    gt = None
+    if nx or nw:
+        gt = _g_rows(ga, geo, sums)
+    elif nb and ga.size:  # the bias alone: no rows needed, the sums are
+        sums = ga.reshape(geo.N, geo.O, -1).sum((0, 2), dtype=np.float64)
     gx = gw = gb = None
+    if nw:  # before dx: both use the column scratch
+        arr = _conv_w_arr(carray(x, cd).reshape(geo.x4()), ga, geo, gt)
+        gw = Tensor._make(arr.reshape(geo.ws).astype(out_dt, copy=False))
     if nx:
         arr = _conv_x_arr(ga, carray(w, cd).reshape(geo.w4()), geo, gt)
         gx = Tensor._make(arr.reshape(geo.xs).astype(out_dt, copy=False))
-    if nw:
-        arr = _conv_w_arr(carray(x, cd).reshape(geo.x4()), ga, geo, gt)
-        gw = Tensor._make(arr.reshape(geo.ws).astype(out_dt, copy=False))
     if nb:
-        if gt is None:
-            arr = np.zeros(geo.O, cd)
-        else:  # per output channel: one contiguous row of N*OH*OW (numpy's pairwise sum)
-            arr = gt.reshape(geo.O, gt.shape[2]).sum(1)
-        gb = Tensor._make(arr.astype(out_dt, copy=False))
+        gb = Tensor._make(sums.astype(out_dt))
     return gx, gw, gb
 
 
