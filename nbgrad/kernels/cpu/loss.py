@@ -2,11 +2,8 @@
 
 * ``nll_*``: negative log-likelihood over the class axis of (outer, C, inner), optionally fused
   with a max-shifted log-softmax (cross_entropy): logits of +-1e4 stay finite.  Per-sample
-  outputs (loss, target weight, and the row's max and log-sum-exp) are reduced by the caller;
-  the backward takes one upstream gradient per sample (or a single scalar for mean/sum) and
-  never forms log-probs.  The fused forward reads each row twice (max, sum of exp: vectorised
-  with kernels/cpu/vmath.py, NOTE [vmath]), the backward once (softmax - onehot from the saved
-  max and log-sum-exp).
+  outputs (loss, target weight, log-sum-exp) are reduced by the caller; the backward takes one
+  upstream gradient per sample (or a single scalar for mean/sum) and never forms log-probs.
 * ``bce_*`` / ``bcel_*``: binary cross-entropy on probabilities / logits over 1-D buffers.
 * ``mse_*``: squared error over 1-D buffers.
 Forward kernels return the float64 sum of the per-element losses they write.  The NLL kernels
@@ -18,88 +15,69 @@ import numpy as np
 from numba import njit
 
 from .. import JIT
-from .vmath import cast_like, exp_flush, exp_sub2, row_max, sub2, sum_exp
+from .vformula import as_type_of, vexp
+
+
+@njit(inline="always")
+def _row_max(row, n, zero):
+    """The max of a contiguous row, NaN if any element is NaN; an all -inf row is shifted by
+    ``zero`` (its exps are then 0 and the result NaN, as PyTorch's).  ``zero`` is of the row's
+    dtype, so that float32 rows stay float32 (and vectorised) downstream."""
+    m = row[0]
+    for k in range(1, n):
+        v = row[k]
+        if v > m or v != v:
+            m = v
+    if m == -np.inf:
+        m = zero
+    return m
+
+
+@njit(inline="always")
+def _row_expsum(row, m, n):
+    """sum(exp(row - m)) in float64 over a contiguous row: ``vexp`` keeps float32 rows
+    vectorised (NOTE [vectorised gates]), float64 rows use libm."""
+    s = 0.0
+    for k in range(n):
+        s += vexp(row[k] - m)
+    return s
 
 
 @njit(**JIT)
-def nll_fwd_cpu(x, t, w, ignore_index, smoothing, fused, loss, wt, stats):
-    """Per-sample losses into ``loss`` and target weights into ``wt`` (outer, inner); returns
-    their float64 sum.  fused (cross_entropy): log-softmax first, from the row's max m and
-    log(sum exp(x - m)), kept in ``stats`` (outer, inner, 2) for the backward."""
+def nll_fwd_cpu(x, t, w, ignore_index, smoothing, fused, loss, wt, lse):
     outer, C, inner = x.shape
-    zero = cast_like(0.0, x[0, 0, 0])
+    zero = np.zeros(1, x.dtype)[0]  # keeps the row max (and so every exp) in x's dtype
     total = 0.0
-    if fused and inner == 1:  # rows: vectorised passes over each (cached) row
-        x2 = x.reshape((outer, C))
-        for o in range(outer):
-            ti = t[o, 0]
-            if ti == ignore_index:
-                loss[o, 0] = 0
-                wt[o, 0] = 0
-                stats[o, 0, 0] = 0
-                stats[o, 0, 1] = 0
-                continue
-            if ti < 0 or ti >= C:  # the caller validated: a last line of defence
-                raise IndexError("Target is out of bounds.")
-            row = x2[o]
-            m = row_max(row)
-            m = zero if m == -np.inf else m
-            ls = np.log(sum_exp(row, m))
-            stats[o, 0, 0] = m
-            stats[o, 0, 1] = ls
-            mf = np.float64(m)
-            wi = w[ti]
-            val = -wi * sub2(row[ti], mf, ls)  # log-probabilities as (x - m) - ls: x - (m + ls)
-            if smoothing > 0:  # would lose ls next to a large m (logits of 1e30)
-                sm = 0.0
-                for k in range(C):
-                    sm -= w[k] * sub2(row[k], mf, ls)
-                val = (1.0 - smoothing) * val + smoothing / C * sm
-            loss[o, 0] = val
-            wt[o, 0] = wi
-            total += val
-        return total
-    if fused:  # (outer, C, inner): the same passes, vectorised across inner
-        m = np.empty(inner, x.dtype)
-        s = np.empty(inner, np.float64)
-        for o in range(outer):
-            xo = x[o]
-            m[:] = xo[0]
-            for k in range(1, C):
-                xr = xo[k]
-                for i in range(inner):
-                    v = xr[i]
-                    m[i] = v if v > m[i] else m[i]
-            for i in range(inner):
-                m[i] = zero if m[i] == -np.inf else m[i]
-            s[:] = 0.0
-            for k in range(C):
-                xr = xo[k]
-                for i in range(inner):
-                    s[i] += exp_flush(xr[i] - m[i])
-            for i in range(inner):
-                stats[o, i, 0] = m[i]
-                stats[o, i, 1] = np.log(s[i])
     for o in range(outer):
         for i in range(inner):
             ti = t[o, i]
             if ti == ignore_index:
                 loss[o, i] = 0
                 wt[o, i] = 0
-                if fused:
-                    stats[o, i, 0] = 0
-                    stats[o, i, 1] = 0
+                lse[o, i] = 0
                 continue
-            if ti < 0 or ti >= C:
+            if ti < 0 or ti >= C:  # the caller validated: a last line of defence
                 raise IndexError("Target is out of bounds.")
-            mf = stats[o, i, 0] if fused else 0.0
-            ls = stats[o, i, 1] if fused else 0.0
+            ls = 0.0
+            if fused:
+                m = x[o, 0, i]
+                for k in range(1, C):
+                    v = x[o, k, i]
+                    if v > m or v != v:
+                        m = v
+                if m == -np.inf:
+                    m = zero
+                s = 0.0
+                for k in range(C):
+                    s += np.exp(x[o, k, i] - m)
+                ls = m + np.log(s)
+            lse[o, i] = ls
             wi = w[ti]
-            val = -wi * sub2(x[o, ti, i], mf, ls)
+            val = -wi * (x[o, ti, i] - ls)
             if smoothing > 0:
                 sm = 0.0
                 for k in range(C):
-                    sm -= w[k] * sub2(x[o, k, i], mf, ls)
+                    sm -= w[k] * (x[o, k, i] - ls)
                 val = (1.0 - smoothing) * val + smoothing / C * sm
             loss[o, i] = val
             wt[o, i] = wi
@@ -108,98 +86,99 @@ def nll_fwd_cpu(x, t, w, ignore_index, smoothing, fused, loss, wt, stats):
 
 
 @njit(**JIT)
-def nll_bwd_cpu(x, t, w, ignore_index, smoothing, fused, stats, gs, gx):
+def nll_bwd_cpu(x, t, w, ignore_index, smoothing, fused, lse, gs, gx):
     """gs: (outer, inner) per-sample upstream gradients, or (1, 1) for one shared scalar.
-    fused: d/dx_c = gs * ((1-eps) * w_t * (p_c - [c == t]) + eps/C * (sum(w) * p_c - w_c)),
-    p_c = exp((x_c - m) - log s) from the forward's ``stats``: one pass over x."""
+    fused: d/dx_c = gs * ((1-eps) * w_t * (p_c - [c == t]) + eps/C * (sum(w) * p_c - w_c))."""
     outer, C, inner = x.shape
     shared = gs.shape[0] == 1 and gs.shape[1] == 1
-    ref = x[0, 0, 0]
+    buf = np.zeros(1, x.dtype)  # casts log(sum) to x's dtype so exp runs in x's dtype
     wsum = 0.0
     if smoothing > 0:
         for k in range(C):
             wsum += w[k]
-    wsf = cast_like(wsum, ref)
-    if not fused:
-        for o in range(outer):
-            for k in range(C):
-                for i in range(inner):
-                    gx[o, k, i] = 0
-            for i in range(inner):
-                ti = t[o, i]
-                if ti == ignore_index:
-                    continue
-                if ti < 0 or ti >= C:
-                    raise IndexError("Target is out of bounds.")
-                gi = gs[0, 0] if shared else gs[o, i]
-                gx[o, ti, i] = -gi * w[ti]
-        return
-    if inner == 1:
-        x2 = x.reshape((outer, C))
-        g2 = gx.reshape((outer, C))
-        for o in range(outer):
-            grow = g2[o]
-            ti = t[o, 0]
-            if ti == ignore_index:
-                grow[:] = 0
-                continue
-            if ti < 0 or ti >= C:
-                raise IndexError("Target is out of bounds.")
-            row = x2[o]
-            gi = gs[0, 0] if shared else gs[o, 0]
-            a = cast_like(gi * (1.0 - smoothing) * w[ti], ref)
-            m = cast_like(stats[o, 0, 0], ref)
-            lsm = cast_like(stats[o, 0, 1], ref)
-            if smoothing > 0:
-                b = cast_like(gi * smoothing / C, ref)
-                for k in range(C):
-                    p = exp_sub2(row[k], m, lsm)
-                    grow[k] = a * p + b * (wsf * p - w[k])
-            else:
-                for k in range(C):
-                    grow[k] = a * exp_sub2(row[k], m, lsm)
-            grow[ti] -= a
-        return
-    a = np.empty(inner, x.dtype)
-    b = np.empty(inner, x.dtype)
-    m = np.empty(inner, x.dtype)
-    lsm = np.empty(inner, x.dtype)
     for o in range(outer):
         for i in range(inner):
             ti = t[o, i]
-            if ti == ignore_index:  # zeroed below
-                a[i] = 0
-                b[i] = 0
-                m[i] = 0
-                lsm[i] = 0
+            if ti == ignore_index:
+                for k in range(C):
+                    gx[o, k, i] = 0
                 continue
             if ti < 0 or ti >= C:
                 raise IndexError("Target is out of bounds.")
             gi = gs[0, 0] if shared else gs[o, i]
-            a[i] = gi * (1.0 - smoothing) * w[ti]
-            b[i] = gi * smoothing / C
-            m[i] = stats[o, i, 0]
-            lsm[i] = stats[o, i, 1]
-        xo = x[o]
-        go = gx[o]
-        for k in range(C):
-            xr = xo[k]
-            gr = go[k]
-            wk = w[k]
-            if smoothing > 0:
-                for i in range(inner):
-                    p = exp_sub2(xr[i], m[i], lsm[i])
-                    gr[i] = a[i] * p + b[i] * (wsf * p - wk)
-            else:
-                for i in range(inner):
-                    gr[i] = a[i] * exp_sub2(xr[i], m[i], lsm[i])
-        for i in range(inner):
-            ti = t[o, i]
-            if ti == ignore_index:
+            if fused:
+                a = gi * (1.0 - smoothing) * w[ti]
+                b = gi * smoothing / C
+                m = x[o, 0, i]
+                for k in range(1, C):
+                    v = x[o, k, i]
+                    if v > m or v != v:
+                        m = v
+                if m == -np.inf:
+                    m = buf[0] * 0
+                buf[0] = lse[o, i] - m  # log(sum exp(x - m)): small, exact enough
+                lsm = buf[0]
                 for k in range(C):
-                    go[k, i] = 0
+                    p = np.exp((x[o, k, i] - m) - lsm)
+                    gx[o, k, i] = a * p + b * (wsum * p - w[k])
+                gx[o, ti, i] -= a
             else:
-                go[ti, i] -= a[i]
+                for k in range(C):
+                    gx[o, k, i] = 0
+                gx[o, ti, i] = -gi * w[ti]
+
+
+@njit(**JIT)
+def ce_rows_fwd_cpu(x, t, w, ignore_index, loss, wt, lse):
+    """cross_entropy without label smoothing over the rows of a C-contiguous (N, C) array:
+    ``nll_fwd_cpu``'s fused case with contiguous, vectorised rows (``vexp``).  A kernel of its
+    own, so that a 2-D input compiles only this (NOTE [first run])."""
+    N, C = x.shape
+    zero = np.zeros(1, x.dtype)[0]  # keeps the row max (and so every exp) in x's dtype
+    total = 0.0
+    for o in range(N):
+        ti = t[o]
+        if ti == ignore_index:
+            loss[o] = 0
+            wt[o] = 0
+            lse[o] = 0
+            continue
+        if ti < 0 or ti >= C:  # the caller validated: a last line of defence
+            raise IndexError("Target is out of bounds.")
+        row = x[o]
+        m = _row_max(row, C, zero)
+        ls = m + np.log(_row_expsum(row, m, C))
+        lse[o] = ls
+        wi = w[ti]
+        val = -wi * (row[ti] - ls)
+        loss[o] = val
+        wt[o] = wi
+        total += val
+    return total
+
+
+@njit(**JIT)
+def ce_rows_bwd_cpu(x, t, w, ignore_index, lse, gs, gx):
+    """The backward of ``ce_rows_fwd_cpu``: gx = g * w_t * (softmax(x) - onehot(t)); ``gs``
+    is (N,) per-row upstream gradients or (1,) for one shared scalar."""
+    N, C = x.shape
+    zero = np.zeros(1, x.dtype)[0]
+    shared = gs.shape[0] == 1
+    for o in range(N):
+        ti = t[o]
+        grow = gx[o]
+        if ti == ignore_index:
+            for k in range(C):
+                grow[k] = 0
+            continue
+        if ti < 0 or ti >= C:
+            raise IndexError("Target is out of bounds.")
+        a = (gs[0] if shared else gs[o]) * w[ti]
+        row = x[o]
+        ls = lse[o]  # float64: x - lse is exact enough before the cast, and fast-math
+        for k in range(C):  # cannot re-associate it into float32 rounding
+            grow[k] = a * vexp(as_type_of(row[k] - ls, zero))
+        grow[ti] -= a
 
 
 @njit(**JIT)
