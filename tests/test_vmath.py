@@ -53,7 +53,6 @@ def _mapper(f):
 
 
 KERNELS = {name: _mapper(V.FUNCTIONS[name]) for name in NAMES}
-KERNELS["exp_flush"] = _mapper(V.exp_flush)
 
 
 def run(name, x):
@@ -209,20 +208,7 @@ def test_subnormal_results_are_exact_not_flushed():
     np.testing.assert_array_equal(run("sigmoid", np.array([-100.0], F32)), [F32(3.7835059e-44)])
 
 
-@pytest.mark.parametrize("dt", [F32, F64], ids=["float32", "float64"])
-def test_exp_flush_is_exp_down_to_the_smallest_normal_and_zero_below(dt):
-    fi = np.finfo(dt)
-    lo = math.log(fi.tiny)
-    x = np.concatenate([np.linspace(lo + 1e-3, 80 if dt == F32 else 700, 200_001), [0, -0.0]])
-    x = x.astype(dt)
-    err = ulp_errors(run("exp_flush", x), reference("exp", x), dt)
-    assert err.max() <= 1.0
-    below = np.array([lo - 0.8, -1e4, -np.inf], dt)
-    np.testing.assert_array_equal(run("exp_flush", below), [0, 0, 0])
-    assert np.isnan(run("exp_flush", np.array([np.nan], dt))[0])
-
-
-@pytest.mark.parametrize("name", NAMES + ["exp_flush"])
+@pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("dt", [F32, F64], ids=["float32", "float64"])
 def test_the_loop_vectorises_without_libm_calls(name, dt):
     """NOTE [vmath]: the point of these functions.  A loop over one of them must compile to
@@ -257,32 +243,3 @@ def test_python_level_names_are_numpy_functions():
     np.testing.assert_allclose(V.exp(x), np.exp(x))
     np.testing.assert_allclose(V.erf(x), [math.erf(v) for v in x])
     np.testing.assert_allclose(V.sigmoid(x), 1 / (1 + np.exp(-x)))
-
-
-# ---------------------------------------------------------------------------------------------
-# the row helpers
-
-
-@njit(**dict(JIT, cache=False))
-def _rows(x):
-    m = V.row_max(x)
-    return m, V.sum_exp(x, m), V.row_sum(x), V.row_dot(x, x)
-
-
-@pytest.mark.parametrize("dt", [F32, F64], ids=["float32", "float64"])
-def test_row_max_and_sums(dt):
-    rng = np.random.default_rng(3)
-    for n in (1, 7, 1000, 5000):
-        x = (rng.standard_normal(n) * 5).astype(dt)
-        m, s, t, d = _rows(x)
-        assert m == x.max()
-        np.testing.assert_allclose(s, np.exp(x.astype(F64) - x.max()).sum(), rtol=1e-6)
-        np.testing.assert_allclose(t, x.astype(F64).sum(), rtol=1e-5, atol=1e-4)
-        np.testing.assert_allclose(d, (x.astype(F64) ** 2).sum(), rtol=1e-6)
-    x = np.array([-3.0, -0.0, 0.0, -np.inf], dt)
-    assert _rows(x)[0] == 0
-    assert _rows(np.array([-np.inf, -np.inf], dt))[0] == -np.inf
-    assert _rows(np.array([1.0, np.inf, 2.0], dt))[0] == np.inf
-    for row in ([1.0, np.nan, 2.0], [np.nan, 5.0], [-np.nan, 5.0, -np.inf]):
-        m, s, _, _ = _rows(np.array(row, dt))  # a NaN row: whatever max, the sum is NaN
-        assert np.isnan(s)

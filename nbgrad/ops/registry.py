@@ -411,10 +411,6 @@ class FnNode(Node):
             return _linked(self, self.op(self, grads))
         return self.op(self, grads)
 
-    @property
-    def _released(self):
-        return self.saved is _FREED
-
     def release(self):
         if self.saved:
             self.saved = _FREED

@@ -1,7 +1,7 @@
 """Vectorisable float32 exp, tanh, sigmoid and erf for the formula vocabulary's CPU binding
 (kernels/cpu/scalar.py), with the generated kernels' helpers ``at`` and ``as_type_of``.
 
-vmath.py has the row kernels' functions (both dtypes, exp/expm1/log/log1p/tanh/erf/sigmoid);
+vmath.py has exp/expm1/log/log1p/tanh/erf/sigmoid for both dtypes (the LSTM/GRU gates use it);
 these are the ones measured to vectorise inside numba's ufunc loops and the generated loop
 kernels (docs/performance.md, "Vectorised transcendentals").
 
@@ -12,7 +12,7 @@ bits; saturation and NaN by selects, not branches) that LLVM vectorises.  ``vexp
 ``vsigmoid`` pick them for float32 and libm for float64 at compile time, so one kernel source
 serves both dtypes.
 
-Accuracy (tests/test_vmath.py, against float64 libm over the float32 range, 2**20 points plus
+Accuracy (tests/test_vformula.py, against float64 libm over the float32 range, 2**20 points plus
 the special values): ``vexp`` at most 2 ulp where the result is a normal float32, within 2
 denormal steps below that, 0 / inf exactly where libm's float32 result is, NaN for NaN, exactly
 1 at 0.  ``vtanh`` and ``vsigmoid``: relative error below 2e-7, exact saturation (+-1, 0, 1).
