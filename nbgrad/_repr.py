@@ -117,10 +117,13 @@ def _str(arr, fmt, indent, summarize):
 
 def tensor_repr(t):
     arr = t._data
+    suffixes = []
+    if type(arr) is not np.ndarray:  # a CUDA tensor (NOTE [device storage]): read a host copy
+        suffixes.append("device='%s'" % arr.device)  # PyTorch: the first suffix
+        arr = arr.to_host()
     d = t._dtype
     summarize = arr.size > THRESHOLD
     prefix = "tensor("
-    suffixes = []
     default = d is _dt.get_default_dtype()
     if arr.size == 0:
         body = "[]"

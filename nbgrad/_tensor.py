@@ -23,6 +23,7 @@ from . import dtypes as _dt
 from ._repr import tensor_repr
 from .device import CPU, device as _device
 from .grad_mode import STATE
+from .kernels.cuda.array import DeviceArray
 from .utils.hooks import HookDict, RemovableHandle, add_hook
 
 __all__ = ["Tensor"]
@@ -176,13 +177,15 @@ class Tensor:
 
     @property
     def device(self) -> _device:
-        """Where the data lives: always the CPU."""
-        return CPU
+        """Where the data lives: the CPU (a numpy array) or a CUDA device (a ``DeviceArray``,
+        NOTE [device storage])."""
+        d = self._data
+        return d.device if type(d) is DeviceArray else CPU
 
     @property
     def is_cuda(self) -> bool:
-        """Always False: nbgrad tensors live on the CPU."""
-        return False
+        """Whether the data lives on a CUDA device."""
+        return type(self._data) is DeviceArray
 
     @property
     def grad_fn(self) -> Any:
@@ -395,6 +398,11 @@ class Tensor:
                 "Can't call numpy() on Tensor that requires grad. Use "
                 "tensor.detach().numpy() instead."
             )
+        if type(self._data) is DeviceArray:
+            raise TypeError(
+                "can't convert %s device type tensor to numpy. Use Tensor.cpu() to copy the "
+                "tensor to host memory first." % self._data.device
+            )
         return self._data
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
@@ -446,11 +454,11 @@ class Tensor:
             raise RuntimeError(
                 "a Tensor with %d elements cannot be converted to Scalar" % self._data.size
             )
-        return self._data.reshape(()).item()
+        return _host(self._data).reshape(()).item()
 
     def tolist(self) -> Any:
         """The data as (nested) Python lists of numbers."""
-        return self._data.tolist()
+        return _host(self._data).tolist()
 
     def __len__(self) -> int:
         if self._data.ndim == 0:
@@ -850,10 +858,15 @@ def _infer_dtype(data):
     return [_dt.bool, _dt.int64, _dt._default[0], _dt._default[0].to_complex()][kind]
 
 
+def _host(arr):
+    """``arr`` as a numpy array: itself on the CPU, a host copy of a CUDA tensor's data."""
+    return arr.to_host() if type(arr) is DeviceArray else arr
+
+
 def _to_array(data, dtype=None):
     dtype = _dt.as_dtype(dtype)
     if isinstance(data, Tensor):
-        arr = data._data
+        arr = _host(data._data)
     elif isinstance(data, np.ndarray):
         arr = data
     elif isinstance(data, np.generic):

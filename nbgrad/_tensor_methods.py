@@ -274,10 +274,12 @@ def to(self, *args, **kwargs):
         elif a is not None:
             device = a
     if device is not None:
-        check_device(as_device(device))
-    if dtype is None:
+        device = check_device(as_device(device))
+        if device == self.device or (device.index is None and device.type == self.device.type):
+            device = None
+    if dtype is None and device is None:
         return self.clone() if copy else self
-    return shape.to_dtype(self, dtype, copy)
+    return shape.to_dtype(self, dtype, copy, device)
 
 
 Tensor.to = to
@@ -287,12 +289,20 @@ Tensor.half = lambda self: to(self, _dt.float16)
 Tensor.int = lambda self: to(self, _dt.int32)
 Tensor.long = lambda self: to(self, _dt.int64)
 Tensor.bool = lambda self: to(self, _dt.bool)
-Tensor.cpu = lambda self: self
 
 
-def cuda(self, device=None, non_blocking=False):
-    check_device(as_device(device if device is not None else "cuda"))
-    return self  # pragma: no cover - check_device raises until CUDA tensors exist
+def cpu(self, memory_format=None):
+    """The tensor in host memory: itself when already there, else a differentiable copy."""
+    return self if not self.is_cuda else shape.to_dtype(self, None, False, "cpu")
+
+
+def cuda(self, device=None, non_blocking=False, memory_format=None):
+    """The tensor on a CUDA device: itself when already there, else a differentiable copy."""
+    d = check_device(as_device(device if device is not None else "cuda"))
+    return self if self.is_cuda else shape.to_dtype(self, None, False, d)
+
+
+Tensor.cpu = cpu
 
 
 Tensor.cuda = cuda

@@ -42,7 +42,10 @@ __all__ = [
 
 
 def _finish(arr, device, requires_grad):
-    check_device(device)
+    if device is not None and check_device(device).type == "cuda":
+        from .ops.transfer import move
+
+        arr = move(arr, device)
     t = Tensor._make(arr)
     if requires_grad:
         if not t._dtype.is_inexact:
@@ -401,6 +404,8 @@ def _like(t, dtype):
 def _empty_like(input, dtype):
     """Same strides as ``input`` when it is dense (PyTorch's preserve_format), else C order."""
     a = input._data
+    if type(a) is not np.ndarray:  # a CUDA tensor: made on the host, moved by _finish
+        return np.empty(a.shape, dtype)
     if _dense(a):
         return np.empty_like(a, dtype=dtype)
     return np.empty(a.shape, dtype)
@@ -417,7 +422,7 @@ def zeros_like(
     """Zeros with the shape (and dtype, unless given) of ``input``."""
     out = _empty_like(input, _like(input, dtype))
     out[...] = 0
-    return _finish(out, device, requires_grad)
+    return _finish(out, input.device if device is None else device, requires_grad)
 
 
 def ones_like(
@@ -431,7 +436,7 @@ def ones_like(
     """Ones with the shape (and dtype, unless given) of ``input``."""
     out = _empty_like(input, _like(input, dtype))
     out[...] = 1
-    return _finish(out, device, requires_grad)
+    return _finish(out, input.device if device is None else device, requires_grad)
 
 
 def empty_like(
@@ -443,7 +448,11 @@ def empty_like(
     memory_format: Any = None,
 ) -> Tensor:
     """An uninitialised tensor with the shape and dtype of ``input``."""
-    return _finish(_empty_like(input, _like(input, dtype)), device, requires_grad)
+    return _finish(
+        _empty_like(input, _like(input, dtype)),
+        input.device if device is None else device,
+        requires_grad,
+    )
 
 
 def full_like(
@@ -458,7 +467,7 @@ def full_like(
     """``fill_value`` everywhere, with the shape (and dtype, unless given) of ``input``."""
     out = _empty_like(input, _like(input, dtype))
     out[...] = _fill(fill_value, _dt.from_numpy_dtype(out.dtype))
-    return _finish(out, device, requires_grad)
+    return _finish(out, input.device if device is None else device, requires_grad)
 
 
 def _float_dtype(dtype, fn):

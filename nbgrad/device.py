@@ -81,7 +81,8 @@ def as_device(d):
 
 
 def check_device(d):
-    """Only the CPU stores data today; a CUDA request gets a clear error, never a crash."""
+    """The device ``d`` names, after checking it can hold data: the CPU always; a CUDA device
+    when ``nbgrad.cuda.is_available()`` (a GPU, or numba's simulator) and the index exists."""
     d = as_device(d)
     if d.type == "cuda":
         from . import cuda  # cycle: nbgrad.cuda builds on tensors; devices are a leaf
@@ -91,8 +92,19 @@ def check_device(d):
                 "CUDA is not available: nbgrad found no CUDA device "
                 "(install the 'cuda' extra and check nbgrad.cuda.is_available())"
             )
-        raise RuntimeError(
-            "nbgrad: CUDA tensors are not supported yet; only the pointwise "
-            "kernel builder targets CUDA (see docs/design.md)"
-        )
+        if d.index is not None and d.index >= cuda.device_count():
+            raise RuntimeError(
+                "CUDA error: invalid device ordinal (nbgrad sees %d device(s))"
+                % cuda.device_count()
+            )
+        if d.index not in (None, 0):
+            raise RuntimeError("nbgrad keeps CUDA tensors on device 0 only, got %s" % d)
     return d
+
+
+def same_device_error(a, b):
+    """PyTorch's error for operands on two devices."""
+    return RuntimeError(
+        "Expected all tensors to be on the same device, but found at least two devices, "
+        "%s and %s!" % (a, b)
+    )

@@ -264,7 +264,13 @@ def _accumulate(a, b, create_graph):
     [per-node cost]); anything else (a graph to build, a dtype or layout to reconcile) takes
     the ``add`` op."""
     x, y = a._data, b._data
-    if create_graph or a._dtype is not b._dtype or x.strides != y.strides or x.shape != y.shape:
+    if (
+        create_graph
+        or a._dtype is not b._dtype
+        or x.strides != y.strides
+        or x.shape != y.shape
+        or type(x) is not np.ndarray  # a CUDA gradient: the add op's kernel
+    ):
         return a + b
     if (
         sys.getrefcount(a) <= 3  # the buffer slot, the argument, getrefcount's
@@ -352,7 +358,7 @@ def _apply_anomalous(node, grads):
         )
         if ANOMALY.check_nan:
             for i, g in enumerate(outs):
-                if g is not None and g._dtype.is_inexact and np.isnan(g._data).any():
+                if g is not None and g._dtype.is_inexact and g.isnan().any().item():
                     raise RuntimeError(
                         "Function '%s' returned nan values in its %dth output." % (node.name(), i)
                     )

@@ -14,6 +14,7 @@ from ..autograd.graph import SavedOutput, SavedTensor, edge, next_seq
 from ..autograd.profiler import leaf_op
 from ..grad_mode import STATE
 from ..kernels.build import cpu_kernel
+from ..kernels.cuda.array import DeviceArray
 from .formula import pointwise_jvp
 from .registry import taps
 
@@ -188,6 +189,11 @@ def pointwise(op, inputs, attrs=(), contiguous=False):
     ``contiguous``: a C-contiguous result whatever the inputs' layout (masked_fill)."""
     if _flags.PROFILE:  # NOTE [profiler flag]
         return leaf_op(op.name, pointwise, op, inputs, attrs, contiguous)
+    for x in inputs:  # NOTE [device storage]: CUDA operands take the CUDA path
+        if isinstance(x, Tensor) and type(x._data) is DeviceArray:
+            from .cuda.pointwise import pointwise as cuda_pointwise
+
+            return cuda_pointwise(op, inputs, attrs)
     if len(inputs) == 1 and not contiguous and op.rule != "real":
         a = inputs[0]
         if isinstance(a, Tensor) and not a._dtype.is_complex and len(op.args) == 1:
@@ -244,6 +250,10 @@ def binary(op, a, b):
         return leaf_op(op.name, binary, op, a, b)
     ad = a._dtype
     cat = _SCALAR_CAT.get(type(b))
+    if type(a._data) is DeviceArray or (
+        cat is None and type(getattr(b, "_data", None)) is DeviceArray
+    ):
+        return pointwise(op, (a, b))  # NOTE [device storage]
     if cat is not None:
         bt = None
         dt = ad if (ad.category >= cat and ad.category > 0) else _dt.result_type(a, b)
@@ -331,6 +341,10 @@ def unary(op, a, attrs=()):
         dt = _dt._default[0]
     cd = _dt.float32 if dt is _dt.float16 else dt
     xa = a._data
+    if type(xa) is DeviceArray:  # NOTE [device storage]
+        from .cuda.pointwise import pointwise as cuda_pointwise
+
+        return cuda_pointwise(op, (a,), attrs)
     if xa.dtype != cd.np:
         xa = cast(xa, cd.np)
     k = op._cache.get((cd, bool(attrs)))

@@ -19,6 +19,7 @@ from ..creation import tensor
 from ..grad_mode import STATE
 from ..kernels import vocab
 from ..kernels.build import cpu_kernel, cpu_loop, names_in, select_form
+from ..kernels.cuda.array import DeviceArray
 from .registry import REGISTRY
 
 __all__ = [
@@ -205,6 +206,11 @@ class _Partial:
         if isinstance(r, Tensor):
             return r
         # a constant (PyTorch's zeros_like(grad)): outside the graph even under create_graph
+        if type(g._data) is DeviceArray:
+            from ..kernels.cuda.array import empty
+            from ..kernels.cuda.elementwise import assign
+
+            return _make(assign(empty(g._data.shape, g._data.dtype), r))
         return _make(np.full(g._data.shape, r, g._data.dtype))
 
 
@@ -362,6 +368,10 @@ def _vjp_arrays(op, node, g):
         plan = _slot_plan(op)
     npd = _NP_OF[cd]
     garr = g._data
+    if type(garr) is DeviceArray:  # NOTE [device storage]
+        from .cuda.pointwise import vjp_arrays
+
+        return vjp_arrays(op, node, g, plan)
     if garr.dtype != npd:
         garr = garr.astype(npd)
     nf = node.next_functions

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .._tensor import Tensor
+from ..kernels.cuda.array import DeviceArray
 from ..creation import tensor
 from . import pointwise as _table  # (fills the registry)
 from .dispatch import (
@@ -96,6 +97,10 @@ def _compare(op):
         a = input._data if isinstance(input, Tensor) else input
         o = _operand(other)
         b = o._data if isinstance(o, Tensor) else o
+        if type(a) is DeviceArray or type(b) is DeviceArray:  # NOTE [device storage]
+            from .cuda.pointwise import compare
+
+            return write_out(compare(op, (input, o)), out, name, inputs=(input, other))
         try:
             r = uf(a, b)
         except ValueError:
@@ -112,7 +117,12 @@ def _unary_nograd(op):
     uf, name = op.numpy, op.name
 
     def f(input, *, out=None):
-        return write_out(_make(np.asarray(uf(_t(input, name)._data))), out, name, inputs=(input,))
+        x = _t(input, name)
+        if type(x._data) is DeviceArray:  # NOTE [device storage]
+            from .cuda.pointwise import compare
+
+            return write_out(compare(op, (x,)), out, name, inputs=(input,))
+        return write_out(_make(np.asarray(uf(x._data))), out, name, inputs=(input,))
 
     return f
 

@@ -126,7 +126,9 @@ def sum_to_array(a, shape):
         extra + i for i, s in enumerate(shape) if s == 1 and a.shape[extra + i] != 1
     )
     if not dims:
-        return a.reshape(shape)
+        return a.reshape(shape) if type(a) is np.ndarray else a.view_shape(shape)
+    if type(a) is not np.ndarray:  # a CUDA array: the sum op (NOTE [device storage])
+        return None
     if a.dtype.kind == "c":
         kernel = K.csum_fwd_cpu
     elif a.dtype in _FLOAT_KINDS:

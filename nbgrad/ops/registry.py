@@ -26,6 +26,7 @@ from ..autograd.profiler import op_call
 from ..autograd.saved import ERR_FREED
 from ..grad_mode import STATE
 from ..kernels.build import names_in
+from ..kernels.cuda.array import DeviceArray
 
 REGISTRY = {}
 _NODE_CLASSES = {}
@@ -299,7 +300,7 @@ def result(arr, name, inputs, vjp, saved=None, attrs=None):
 
 
 def _arr(a):
-    return a if type(a) is np.ndarray else np.asarray(a)
+    return a if type(a) is np.ndarray or type(a) is DeviceArray else np.asarray(a)
 
 
 def _pick(v, overload):
@@ -464,8 +465,14 @@ def _link_vjp(node, grads):
     return tuple(_zeros(m) for m in metas)
 
 
-def _zeros(meta):
+def _zeros(meta, like=None):
+    """Zeros for an input slot without a gradient, on the device of ``like`` (a gradient of
+    the same node) when given."""
     shape, dtype = meta
+    if like is not None and type(like._data) is DeviceArray:
+        from .transfer import zeros_on
+
+        return Tensor._make(zeros_on(shape, dtype.np, like.device))
     return Tensor._make(np.zeros(shape, dtype.np))
 
 

@@ -16,7 +16,9 @@ from .. import dtypes as _dt
 from .._tensor import CM_MULTI_OUTPUT, Tensor, _wrap_dim, view_base, view_meta
 from ..autograd.batching import BATCH, batched, lead, sum_to
 from ..creation import _alloc, contiguous_strides, empty_strided_array, zeros
+from ..device import check_device
 from ..grad_mode import STATE
+from . import transfer
 from .registry import FUNCTION, INPLACE, LINEAR, METHOD, OUT, internal_op, new_node, op
 
 _make = Tensor._make
@@ -1045,18 +1047,32 @@ def contiguous(input, memory_format=None):
 
 @batched
 def _to_vjp(node, grads):
-    return (grads[0].to(node.attrs[0]),)
+    return (grads[0].to(dtype=node.attrs[0], device=node.attrs[1]),)
 
 
 @op("to", "shape", node="ToCopyBackward0", vjp=_to_vjp)  # Tensor.to parses its arguments
-def to_dtype(input, dtype, copy=False):
-    d = _dt.as_dtype(dtype)
-    if d is input._dtype and not copy:
+def to_dtype(input, dtype=None, copy=False, device=None):
+    """A copy in ``dtype`` and/or on ``device`` (``input`` itself when nothing changes and
+    ``copy`` is False); differentiable: the gradient goes back in the input's dtype and to its
+    device."""
+    d = input._dtype if dtype is None else _dt.as_dtype(dtype)
+    arr = input._data
+    src = transfer.array_device(arr)
+    dev = src if device is None else check_device(device)
+    moved = dev != src
+    if d is input._dtype and not copy and not moved:
         return input
-    arr = preserve_array(input._data, d.np)
+    if moved:
+        arr = transfer.move(arr, dev)
+        if arr.dtype != d.np:
+            arr = arr.astype(d.np)
+    elif type(arr) is np.ndarray:
+        arr = preserve_array(arr, d.np)
+    else:
+        arr = arr.astype(d.np)  # a dense device copy
     if not d.is_inexact:
         return _make(arr)
-    return to_dtype.op.record(arr, (input,), attrs=(input._dtype,))
+    return to_dtype.op.record(arr, (input,), attrs=(input._dtype, src))
 
 
 @batched

@@ -1,0 +1,267 @@
+"""``DeviceArray``: the storage of a CUDA tensor -- a strided view of a 1-D numba device buffer.
+
+NOTE [device storage]: a CUDA tensor's ``_data`` is a ``DeviceArray`` with the attributes the
+CPU code reads from a numpy array (``shape dtype ndim size itemsize strides flags``), so the
+metadata paths (shape checks, autograd bookkeeping, ``size()``, ``stride()``) are shared.  The
+buffer is always a flat ``numba.cuda`` device array; ``shape``, element strides and ``offset``
+make views views (``view``/``transpose``/``expand``/``narrow``/basic indexing copy nothing),
+the same on a GPU and in the simulator (this module imports ``numba.cuda`` only when an array
+is made; numba's own device arrays transpose only in 2-D and
+cannot express stride 0, so nbgrad keeps its own metadata).  Kernels that want dense operands
+call ``dense()`` (a view of the buffer when the layout already is C order, else one strided
+copy kernel); elementwise kernels read strided operands directly (kernels/cuda/elementwise.py).
+"""
+
+import math
+
+import numpy as np
+
+from ...device import device as _device
+
+__all__ = ["DeviceArray", "empty", "from_host", "CUDA0"]
+
+CUDA0 = _device("cuda", 0)
+
+
+class _Flags:
+    __slots__ = ("c_contiguous", "f_contiguous", "writeable")
+
+    def __init__(self, c, f):
+        self.c_contiguous = c
+        self.f_contiguous = f
+        self.writeable = True
+
+
+def c_strides(shape):
+    st = []
+    acc = 1
+    for s in reversed(shape):
+        st.append(acc)
+        acc *= max(int(s), 1)
+    return tuple(reversed(st))
+
+
+class DeviceArray:
+    """A strided view (``shape``, element ``estrides``, ``offset``) of the flat device buffer
+    ``buf`` holding elements of ``dtype``."""
+
+    __slots__ = ("buf", "shape", "estrides", "offset", "dtype", "__weakref__")
+    __array_priority__ = -1  # never let numpy treat it as an array
+
+    def __init__(self, buf, shape, estrides=None, offset=0):
+        self.buf = buf
+        self.shape = tuple(int(s) for s in shape)
+        self.estrides = c_strides(self.shape) if estrides is None else tuple(estrides)
+        self.offset = int(offset)
+        self.dtype = np.dtype(buf.dtype)
+
+    # -- numpy-like metadata ------------------------------------------------------------
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return math.prod(self.shape)
+
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self.size * self.dtype.itemsize
+
+    @property
+    def strides(self):  # bytes, as numpy's
+        return tuple(s * self.dtype.itemsize for s in self.estrides)
+
+    @property
+    def device(self):
+        return CUDA0
+
+    @property
+    def is_c_contiguous(self):
+        if self.size <= 1:
+            return True
+        acc = 1
+        for s, st in zip(reversed(self.shape), reversed(self.estrides)):
+            if s != 1 and st != acc:
+                return False
+            acc *= s
+        return True
+
+    @property
+    def flags(self):
+        c = self.is_c_contiguous
+        f = self.ndim <= 1 and c or self.transpose().is_c_contiguous
+        return _Flags(c, f)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __repr__(self):
+        return "DeviceArray(shape=%s, dtype=%s, strides=%s, offset=%d)" % (
+            self.shape,
+            self.dtype,
+            self.estrides,
+            self.offset,
+        )
+
+    def __array__(self, dtype=None, copy=None):
+        # numpy must never read device memory silently (PyTorch: "can't convert cuda:0 ...")
+        raise TypeError(
+            "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
+            "tensor to host memory first."
+        )
+
+    # -- views (no copy) ----------------------------------------------------------------
+    def _like(self, shape, estrides, offset):
+        return DeviceArray(self.buf, shape, estrides, offset)
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        if not axes:
+            axes = tuple(range(self.ndim - 1, -1, -1))
+        return self._like(
+            [self.shape[a] for a in axes], [self.estrides[a] for a in axes], self.offset
+        )
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    def swapaxes(self, a, b):
+        axes = list(range(self.ndim))
+        axes[a], axes[b] = axes[b], axes[a]
+        return self.transpose(axes)
+
+    def broadcast_to(self, shape):
+        shape = tuple(int(s) for s in shape)
+        lead = len(shape) - self.ndim
+        if lead < 0:
+            raise ValueError("cannot broadcast to fewer dimensions")
+        st = [0] * lead
+        for i, (s, t) in enumerate(zip(self.shape, self.estrides)):
+            want = shape[lead + i]
+            if s == want:
+                st.append(t)
+            elif s == 1:
+                st.append(0)
+            else:
+                raise ValueError(
+                    "operands could not be broadcast together with shapes %s %s"
+                    % (self.shape, shape)
+                )
+        return self._like(shape, st, self.offset)
+
+    def view_shape(self, shape):
+        """``reshape`` without a copy, or None when the strides cannot express it (numpy's
+        attempt_nocopy_reshape: merge runs of dims that are contiguous with each other)."""
+        shape = tuple(int(s) for s in shape)
+        if math.prod(shape) != self.size:
+            raise ValueError("cannot reshape array of size %d into shape %s" % (self.size, shape))
+        if self.is_c_contiguous:
+            return self._like(shape, c_strides(shape), self.offset)
+        # numpy's nocopy-reshape rule on a metadata twin: a 1-byte buffer with these element
+        # strides as byte strides (reshape with copy=False reads no memory; it raises when a
+        # copy would be needed)
+        twin = np.lib.stride_tricks.as_strided(
+            np.zeros(1, np.uint8), self.shape, self.estrides, writeable=False
+        )
+        try:
+            v = np.reshape(twin, shape, copy=False)
+        except ValueError:
+            return None
+        return self._like(shape, v.strides, self.offset)
+
+    def getitem_basic(self, key):
+        """Basic indexing (ints, slices, None, Ellipsis) as a view; ints already wrapped
+        and range-checked by the caller."""
+        if not isinstance(key, tuple):
+            key = (key,)
+        n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+        if any(k is Ellipsis for k in key):
+            i = key.index(Ellipsis)
+            key = key[:i] + (slice(None),) * (self.ndim - n_real) + key[i + 1 :]
+        key = key + (slice(None),) * (self.ndim - sum(1 for k in key if k is not None))
+        shape, st = [], []
+        off = self.offset
+        d = 0
+        for k in key:
+            if k is None:
+                shape.append(1)
+                st.append(0)
+                continue
+            if isinstance(k, slice):
+                start, stop, step = k.indices(self.shape[d])
+                n = len(range(start, stop, step))
+                shape.append(n)
+                st.append(self.estrides[d] * step)
+                if n:
+                    off += start * self.estrides[d]
+            else:
+                off += int(k) * self.estrides[d]
+            d += 1
+        return self._like(shape, st, off)
+
+    # -- data movement ------------------------------------------------------------------
+    def dense(self):
+        """C-contiguous numba device array of ``shape`` (a view of the buffer when the layout
+        already is C order): the form kernels with fixed layouts take."""
+        if self.is_c_contiguous:
+            n = self.size
+            return self.buf[self.offset : self.offset + n].reshape(self.shape)
+        return self.contiguous().dense()
+
+    def contiguous(self):
+        if self.is_c_contiguous:
+            return self
+        from .elementwise import copy_strided  # cycle: elementwise builds on arrays
+
+        return copy_strided(self, self.dtype)
+
+    def astype(self, dtype, copy=True):
+        dtype = np.dtype(dtype)
+        if dtype == self.dtype and not copy:
+            return self
+        from .elementwise import copy_strided
+
+        return copy_strided(self, dtype)
+
+    def copy(self):
+        return self.astype(self.dtype)
+
+    def to_host(self):
+        """A numpy copy (C order)."""
+        d = self.contiguous()
+        n = d.size
+        if n == 0:
+            return np.empty(d.shape, d.dtype)
+        return d.buf[d.offset : d.offset + n].copy_to_host().reshape(d.shape)
+
+
+def empty(shape, dtype):
+    from numba import cuda  # lazy: this module is imported by every tensor (the class)
+
+    shape = tuple(int(s) for s in shape)
+    return DeviceArray(cuda.device_array(max(math.prod(shape), 1), dtype=np.dtype(dtype)), shape)
+
+
+def from_host(arr):
+    """A device copy of a numpy array (C order)."""
+    from numba import cuda
+
+    a = np.ascontiguousarray(arr)
+    if a.size == 0:
+        return empty(a.shape, a.dtype)
+    return DeviceArray(cuda.to_device(a.reshape(-1)), a.shape)
+
+
+def wrap(devarr):
+    """A ``DeviceArray`` over a C-contiguous numba device array (a kernel's output)."""
+    shape = devarr.shape
+    return DeviceArray(devarr.reshape(-1) if len(shape) != 1 else devarr, shape)

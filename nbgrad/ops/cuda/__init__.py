@@ -1,0 +1,37 @@
+"""The CUDA side of the ops: what an op does when its operands are CUDA tensors (NOTE [device
+storage]).  Each CPU implementation that reaches a kernel checks its operand's storage type once
+(``type(x._data) is DeviceArray``) and hands over to the function of the same family here; the
+autograd side (nodes, saved tensors, hooks, version counters) is shared, so only the array work
+differs.  Imported on first use by a CUDA tensor.
+"""
+
+from ...device import CPU, same_device_error
+from ...kernels.cuda.array import CUDA0, DeviceArray
+
+__all__ = ["arrays_on_device", "device_of"]
+
+
+def device_of(*tensors):
+    """The CUDA device of the operands, after checking none lives elsewhere (PyTorch's
+    "Expected all tensors to be on the same device"); 0-d CPU tensors are allowed by the
+    elementwise ops only (``scalars_ok``)."""
+    for t in tensors:
+        if t is not None and type(t._data) is not DeviceArray:
+            raise same_device_error(CUDA0, CPU)
+    return CUDA0
+
+
+def arrays_on_device(tensors, scalars_ok=False):
+    """The operands' data for a CUDA kernel: device arrays, Python scalars as they are, 0-d
+    CPU tensors as Python scalars when ``scalars_ok`` (PyTorch lets a CPU scalar tensor join a
+    CUDA elementwise op)."""
+    out = []
+    for t in tensors:
+        d = getattr(t, "_data", t)
+        if type(d) is DeviceArray or not hasattr(t, "_data"):
+            out.append(d)
+        elif scalars_ok and d.ndim == 0:
+            out.append(d[()].item())
+        else:
+            raise same_device_error(CUDA0, CPU)
+    return out
