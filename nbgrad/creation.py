@@ -13,7 +13,7 @@ import numpy as np
 
 from . import dtypes as _dt, random as _random
 from ._tensor import Tensor, _dense, _to_array
-from .device import check_device, device as _Device
+from .device import CPU, as_device, check_device, device as _Device
 from .random import Generator
 
 __all__ = [
@@ -42,10 +42,11 @@ __all__ = [
 
 
 def _finish(arr, device, requires_grad):
-    if device is not None and check_device(device).type == "cuda":
+    d = as_device(device)  # None: the default device (set_default_device)
+    if d is not CPU and check_device(d).type == "cuda":
         from .ops.transfer import move
 
-        arr = move(arr, device)
+        arr = move(arr, d)
     t = Tensor._make(arr)
     if requires_grad:
         if not t._dtype.is_inexact:

@@ -1,6 +1,15 @@
+import os
+
 import pytest
 
 import nbgrad
+
+# tests/cuda runs nbgrad on CUDA: under the simulator (NUMBA_ENABLE_CUDASIM=1 must be set before
+# numba is imported, so the main run starts it in a subprocess: tests/test_cuda_suite.py) or on
+# a GPU when asked for (NBGRAD_CUDA_TESTS=gpu, scripts/gpu_check.sh).  Otherwise it is not
+# collected: numba.cuda in this process is the real driver.
+if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1" and os.environ.get("NBGRAD_CUDA_TESTS") != "gpu":
+    collect_ignore_glob = ["cuda/*"]
 
 try:  # the oracle is optional: its absence skips oracle tests, never fails them
     import torch  # noqa: F401
@@ -33,3 +42,9 @@ def pytest_sessionstart(session):
 def _default_dtype():
     yield
     nbgrad.set_default_dtype(nbgrad.float32)
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "/tests/cuda/" in str(item.fspath).replace(os.sep, "/"):
+            item.add_marker(pytest.mark.cuda)

@@ -6,11 +6,11 @@ import string
 
 import numpy as np
 
-from .._fpstate import call_quiet
 from .._tensor import Tensor
 from ..autograd.batching import BATCH, batched, lead
 from ..creation import contiguous_strides, zeros
 from ..grad_mode import STATE
+from .cuda.linalg import mm_arrays
 from .registry import COMPOSITE, FUNCTION, LINEAR, METHOD, OUT, internal_op, op
 from .shape import broadcast_shape, restride
 
@@ -37,8 +37,8 @@ def _matmul_vjp(node, grads):
         a, b, ga = node.array("x"), node.array("y"), g._data
         if a.ndim == 2 and b.ndim == 2 and ga.dtype == a.dtype == b.dtype:
             return (
-                _make(call_quiet(np.matmul, (ga, b.T))) if need_a else None,
-                _make(call_quiet(np.matmul, (a.T, ga))) if need_b else None,
+                _make(mm_arrays(ga, b.T)) if need_a else None,
+                _make(mm_arrays(a.T, ga)) if need_b else None,
             )
     a, b = node.unpack("x"), node.unpack("y")
     ga = gb = None
@@ -225,7 +225,7 @@ def _matmul(a, b, bmm_op=None):
             a2 = a if ea is a else a.squeeze(0)  # the squeezed batch of 1, recorded
             return _matmul(b.mT, a2.mT).mT
     try:
-        arr = call_quiet(np.matmul, (a._data, b._data))
+        arr = mm_arrays(a._data, b._data)
     except ValueError:  # the batch dims do not broadcast: PyTorch's message
         broadcast_shape([a._data.shape[:-2], b._data.shape[:-2]])
         raise

@@ -10,8 +10,8 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .._tensor import Tensor
-from ..kernels.cuda.array import DeviceArray
 from ..creation import tensor
+from ..kernels.cuda.array import DeviceArray
 from . import pointwise as _table  # (fills the registry)
 from .dispatch import (
     any_strided,

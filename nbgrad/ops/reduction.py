@@ -15,6 +15,8 @@ from ..autograd.graph import SavedOutput
 from ..creation import zeros
 from ..grad_mode import STATE, no_grad
 from ..kernels.cpu import reduce as K
+from ..kernels.cuda import twin
+from ..kernels.cuda.array import DeviceArray, empty as cuda_empty
 from .pointwise_fns import abs as _abs, conj, maximum, minimum, sign, where
 from .registry import FUNCTION, INPLACE, LINEAR, METHOD, OUT, op
 from .shape import cat
@@ -53,7 +55,8 @@ def to3d(a, dims):
         inner = math.prod(shape[dims[-1] + 1 :])
         return a.reshape(outer, n, inner)
     keep = [d for d in range(nd) if d not in dims]
-    t = np.ascontiguousarray(a.transpose(keep + list(dims)))
+    t = a.transpose(keep + list(dims))
+    t = np.ascontiguousarray(t) if type(t) is np.ndarray else t.contiguous()
     outer = math.prod([shape[d] for d in keep])
     n = math.prod([shape[d] for d in dims])
     return t.reshape(outer, n, 1)  # not (outer, -1, 1): ambiguous when outer is 0
@@ -67,11 +70,26 @@ def out_shape(shape, dims, keepdim):
 
 def _run(kernel, a, dims, keepdim, out_dtype, *extra):
     x3 = to3d(a, dims)
+    if type(a) is DeviceArray:  # the kernel's CUDA twin (NOTE [device storage])
+        out = cuda_empty((x3.shape[0], x3.shape[2]), out_dtype)
+        if x3.shape[1] == 0:
+            return None, x3
+        twin(kernel)(x3.dense(), out.dense(), *extra)
+        return out.reshape(out_shape(a.shape, dims, keepdim)), x3
     out = np.empty((x3.shape[0], x3.shape[2]), out_dtype)
     if x3.shape[1] == 0:
         return None, x3
     kernel(x3, out, *extra)
     return out.reshape(out_shape(a.shape, dims, keepdim)), x3
+
+
+def _filled(shape, value, like):
+    """A new array of ``shape`` holding ``value``, of ``like``'s dtype and on its device."""
+    if type(like) is DeviceArray:
+        out = cuda_empty(shape, like.dtype)
+        out[...] = value
+        return out
+    return np.full(shape, value, like.dtype)
 
 
 def _compute_arr(x):
@@ -115,6 +133,8 @@ def _expanded(g, shape, dims, keepdim):
         a = a.reshape(tuple(1 if d in dims else s for d, s in enumerate(shape)))
     st = a.strides
     strides = tuple(0 if a.shape[d] == 1 and s != 1 else st[d] for d, s in enumerate(shape))
+    if type(a) is DeviceArray:
+        return _make(a.as_strided(shape, tuple(s // a.itemsize for s in strides)))
     return _make(np.ndarray(shape, a.dtype, a, 0, strides))
 
 
@@ -166,7 +186,13 @@ def _mean_vjp(node, grads):
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
     x = input
     a = x._data
-    if dim is None and dtype is None and a.dtype in _FLOAT_KINDS and a.flags.c_contiguous:
+    if (
+        dim is None
+        and dtype is None
+        and a.dtype in _FLOAT_KINDS
+        and type(a) is np.ndarray
+        and a.flags.c_contiguous
+    ):
         # NOTE [per-op cost]: the whole-tensor sum of a loss, without the general path's
         # dims / dtype / layout bookkeeping
         out = np.zeros((1, 1), a.dtype)
@@ -190,7 +216,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
         a = a.astype(_dt.float32.np if d is _dt.float16 else d.np, copy=False)
         r, _ = _run(_sum_kernel(a), a, dims, keepdim, a.dtype)
     if r is None:
-        r = np.zeros(out_shape(x._data.shape, dims, keepdim), a.dtype)
+        r = _filled(out_shape(x._data.shape, dims, keepdim), 0, a)
     return sum.op.record(
         r.astype(d.np, copy=False),
         (x,),
@@ -221,7 +247,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     a = _compute_arr(x).astype(_dt.float32.np if d is _dt.float16 else d.np, copy=False)
     r, _ = _run(_sum_kernel(a), a, dims, keepdim, a.dtype)
     if r is None:
-        r = np.full(out_shape(x._data.shape, dims, keepdim), np.nan, a.dtype)
+        r = _filled(out_shape(x._data.shape, dims, keepdim), np.nan, a)
     else:
         r = r / a.dtype.type(n) if n else r
     return mean.op.record(
@@ -280,7 +306,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     a = _compute_arr(x).astype(_dt.float32.np if d is _dt.float16 else d.np, copy=False)
     r, _ = _run(K.prod_fwd_cpu, a, dims, keepdim, a.dtype)
     if r is None:
-        r = np.ones(out_shape(x._data.shape, dims, keepdim), a.dtype)
+        r = _filled(out_shape(x._data.shape, dims, keepdim), 1, a)
     return prod.op.record(
         r.astype(d.np, copy=False),
         (x,),
@@ -571,7 +597,7 @@ def _var_std(x, dim, unbiased, keepdim, correction, take_sqrt, opdef):
     else:
         r, _ = _run(K.var_fwd_cpu, a, dims, keepdim, a.dtype, c)
         if r is None:
-            r = np.full(out_shape(x._data.shape, dims, keepdim), np.nan, a.dtype)
+            r = _filled(out_shape(x._data.shape, dims, keepdim), np.nan, a)
     if take_sqrt:
         r = np.sqrt(r)
     full = dim is None or x._data.ndim == 0
@@ -712,7 +738,7 @@ def logsumexp(input, dim, keepdim=False):
     a = _compute_arr(x)
     r, _ = _run(K.logsumexp_fwd_cpu, a, dims, keepdim, a.dtype)
     if r is None:
-        r = np.full(out_shape(x._data.shape, dims, keepdim), -np.inf, a.dtype)
+        r = _filled(out_shape(x._data.shape, dims, keepdim), -np.inf, a)
     return logsumexp.op.record(
         np.asarray(r).astype(x._data.dtype, copy=False), (x,), attrs=(x._data.shape, dims, keepdim)
     )

@@ -18,12 +18,19 @@ from ..autograd.batching import BATCH, batched, lead, sum_to
 from ..creation import _alloc, contiguous_strides, empty_strided_array, zeros
 from ..device import check_device
 from ..grad_mode import STATE
+from ..kernels.cuda.array import DeviceArray
 from . import transfer
 from .registry import FUNCTION, INPLACE, LINEAR, METHOD, OUT, internal_op, new_node, op
 
 _make = Tensor._make
 F, M, FM = (FUNCTION,), (METHOD,), (FUNCTION, METHOD)
-_as_strided = np.lib.stride_tricks.as_strided
+
+
+def _as_strided(a, shape, strides):
+    """numpy's as_strided (byte strides); a CUDA array's own view (NOTE [device storage])."""
+    if type(a) is DeviceArray:
+        return a.as_strided(shape, tuple(s // a.itemsize for s in strides))
+    return np.lib.stride_tricks.as_strided(a, shape, strides)
 
 
 # -- PyTorch's sizes and strides -----------------------------------------------------------------
@@ -123,7 +130,7 @@ def restride(a, shape, strides):
     bst = tuple(s * isz for s in strides)
     if a.shape == shape and a.strides == bst:
         return a.view()
-    if a.size:
+    if a.size and type(a) is np.ndarray:
         try:
             v = a.view()
             v.shape = shape
@@ -191,6 +198,8 @@ def preserve_strides(a):
 def preserve_array(a, dtype=None):
     """A copy of ``a`` (cast to ``dtype``) with PyTorch's preserve_format layout."""
     npd = a.dtype if dtype is None else dtype
+    if type(a) is DeviceArray:  # CUDA copies are dense in C order (NOTE [device storage])
+        return a.astype(npd)
     out = a.astype(npd, order="K", copy=True)
     if out.strides == a.strides:  # a is dense: PyTorch keeps its strides, as numpy did
         return out
@@ -313,7 +322,7 @@ def reshape(input, *shape):
             view_of=input,
             attrs=(a.shape,),
         )
-    c = clone.op.record(np.ascontiguousarray(a), (input,))
+    c = clone.op.record(_dense_copy(a), (input,))
     return reshape.op.record(c._data.reshape(shape), (c,), overload="copy", attrs=(a.shape,))
 
 
@@ -1042,7 +1051,12 @@ def clone(input, *, memory_format=None):
 def contiguous(input, memory_format=None):
     if input._data.flags.c_contiguous:
         return input
-    return contiguous.op.record(np.ascontiguousarray(input._data), (input,))
+    return contiguous.op.record(_dense_copy(input._data), (input,))
+
+
+def _dense_copy(a):
+    """A C-contiguous copy of ``a`` (numpy or CUDA)."""
+    return np.ascontiguousarray(a) if type(a) is np.ndarray else a.contiguous()
 
 
 @batched

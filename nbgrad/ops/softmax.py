@@ -6,18 +6,19 @@ from .._tensor import Tensor, _wrap_dim
 from ..autograd.batching import BATCH, batched
 from ..grad_mode import STATE
 from ..kernels.cpu import softmax as K
+from .cuda import kernel_for, xp_of
 from .reduction import to3d
 from .registry import FUNCTION, METHOD, op
 
 _make = Tensor._make
 
 
-def _from3d(o3, shape, d):
+def _from3d(o3, shape, d, xp=np):
     nd = len(shape)
     keep = [k for k in range(nd) if k != d]
     if o3.shape[2] == 1 and d != nd - 1:
         r = o3.reshape([shape[k] for k in keep] + [shape[d]])
-        return np.moveaxis(r, -1, d)
+        return xp.moveaxis(r, -1, d)
     return o3.reshape(shape)
 
 
@@ -28,13 +29,14 @@ def _softmax_vjp(node, grads):
     if not STATE.enabled and not BATCH.dims:
         ya = node.array("out")  # (version-checked) NOTE [per-node cost]: arrays, no Tensor
         if ya.ndim:
+            xp = xp_of(ya)
             ga = g._data.astype(ya.dtype, copy=False)
-            g3 = to3d(np.ascontiguousarray(ga), (d,))
-            y3 = to3d(np.ascontiguousarray(ya), (d,))
-            o3 = np.empty_like(g3)
+            g3 = to3d(xp.ascontiguousarray(ga), (d,))
+            y3 = to3d(xp.ascontiguousarray(ya), (d,))
+            o3 = xp.empty_like(g3)
             if g3.size:
-                K.softmax_bwd_cpu(g3, y3, o3, log)
-            return (_make(np.ascontiguousarray(_from3d(o3, ya.shape, d))),)
+                kernel_for(ya, K.softmax_bwd_cpu)(g3, y3, o3, log)
+            return (_make(xp.ascontiguousarray(_from3d(o3, ya.shape, d, xp))),)
     y = node.unpack("out")
     if BATCH.dims:  # batched gradients: the op formula below, over a negative dim
         d -= y.ndim
@@ -61,13 +63,14 @@ def _softmax(input, dim, dtype, log, opdef):
     else:
         d = _wrap_dim(dim, x._data.ndim)
         a = x._data
+    xp = xp_of(a)
     cd = np.float32 if a.dtype == np.float16 else a.dtype
     x3 = to3d(a.astype(cd, copy=False), (d,)) if a.ndim else a.astype(cd)
-    o3 = np.empty_like(x3)
+    o3 = xp.empty_like(x3)
     if x3.size:
-        K.softmax_fwd_cpu(x3, o3, log)
-    out = _from3d(o3, x._data.shape, d) if x._data.ndim else o3.reshape(())
-    out = np.asarray(out, order="C").astype(x._data.dtype, copy=False)  # 0-d stays 0-d
+        kernel_for(a, K.softmax_fwd_cpu)(x3, o3, log)
+    out = _from3d(o3, x._data.shape, d, xp) if x._data.ndim else o3.reshape(())
+    out = xp.asarray(out, order="C").astype(x._data.dtype, copy=False)  # 0-d stays 0-d
     return opdef.record(out, (x,), attrs=(d, log))
 
 

@@ -21,6 +21,8 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..kernels.cpu import optim as _k
+from ..kernels.cuda import twin
+from ..kernels.cuda.array import DeviceArray, empty as cuda_empty
 
 __all__ = [
     "sgd_update",
@@ -67,12 +69,27 @@ def _kernel_ok(arrays):
     return True
 
 
+def _kernel(p, k):
+    """The fused kernel ``k`` for parameter array ``p``: its CUDA twin for a CUDA tensor."""
+    return k if type(p) is not DeviceArray else twin(k)
+
+
 def _flat(a):
+    if type(a) is DeviceArray:  # the kernel's flat device buffer (NOTE [device storage])
+        return a.dense().reshape(a.size)
     return a.reshape(-1)
 
 
 def _contig(g):
+    if type(g) is DeviceArray:
+        return g.dense().reshape(g.size)
     return g.reshape(-1) if g.flags.c_contiguous else np.ascontiguousarray(g).reshape(-1)
+
+
+def _empty_like(a):
+    if type(a) is DeviceArray:
+        return cuda_empty(a.shape, a.dtype)
+    return np.empty(a.shape, a.dtype)
 
 
 def _bump(t, n=1):
@@ -133,14 +150,14 @@ def sgd_update(
     if use_momentum:
         buf_t = state.get("momentum_buffer")
         if buf_t is None:
-            buf_t = Tensor._make(np.empty(param._data.shape, param._data.dtype))
+            buf_t = Tensor._make(_empty_like(param._data))
             state["momentum_buffer"] = buf_t
             first = True
         buf = _as_real(buf_t._data)
     else:
         buf = p
     if _kernel_ok((p, buf)):
-        _k.sgd_step(
+        _kernel(p, _k.sgd_step)(
             _flat(p),
             _contig(g),
             _flat(buf),
@@ -237,7 +254,7 @@ def adam_update(
     vmax = _as_real(vmax_t._data) if amsgrad else v
 
     if _kernel_ok((p, m, v, vmax)):
-        _k.adam_step(
+        _kernel(p, _k.adam_step)(
             _flat(p), _contig(g), _flat(m), _flat(v), _flat(vmax), bool(maximize), bool(amsgrad), *c
         )
     else:
@@ -315,7 +332,7 @@ def rmsprop_update(
     gavg = _as_real(gavg_t._data) if centered else p
 
     if _kernel_ok((p, sq, buf, gavg)):
-        _k.rmsprop_step(
+        _kernel(p, _k.rmsprop_step)(
             _flat(p),
             _contig(g),
             _flat(sq),
@@ -378,7 +395,7 @@ def adagrad_update(
     s = _as_real(s_t._data)
 
     if _kernel_ok((p, s)):
-        _k.adagrad_step(_flat(p), _contig(g), _flat(s), bool(maximize), *c)
+        _kernel(p, _k.adagrad_step)(_flat(p), _contig(g), _flat(s), bool(maximize), *c)
     else:
         wd, use_wd, eps_, neg_clr = c
         if maximize:
@@ -413,7 +430,9 @@ def adadelta_update(param, grad, state, *, lr, rho, eps, weight_decay, maximize,
     sq, acc = _as_real(sq_t._data), _as_real(acc_t._data)
 
     if _kernel_ok((p, sq, acc)):
-        _k.adadelta_step(_flat(p), _contig(g), _flat(sq), _flat(acc), bool(maximize), *c)
+        _kernel(p, _k.adadelta_step)(
+            _flat(p), _contig(g), _flat(sq), _flat(acc), bool(maximize), *c
+        )
     else:
         wd, use_wd, rho_, one_minus_rho, eps_, neg_lr = c
         if maximize:
@@ -464,7 +483,7 @@ def adamax_update(param, grad, state, *, lr, beta1, beta2, eps, weight_decay, ma
     m, u = _as_real(m_t._data), _as_real(u_t._data)
 
     if _kernel_ok((p, m, u)):
-        _k.adamax_step(_flat(p), _contig(g), _flat(m), _flat(u), bool(maximize), *c)
+        _kernel(p, _k.adamax_step)(_flat(p), _contig(g), _flat(m), _flat(u), bool(maximize), *c)
     else:
         wd, use_wd, w1, one_minus_w1, w1_small, b2, eps_, neg_clr = c
         if maximize:
@@ -564,7 +583,7 @@ def nadam_update(
     m, v = _as_real(m_t._data), _as_real(v_t._data)
 
     if _kernel_ok((p, m, v)):
-        _k.nadam_step(_flat(p), _contig(g), _flat(m), _flat(v), bool(maximize), *c)
+        _kernel(p, _k.nadam_step)(_flat(p), _contig(g), _flat(m), _flat(v), bool(maximize), *c)
     else:
         (
             wd,
@@ -672,7 +691,7 @@ def radam_update(
     m, v = _as_real(m_t._data), _as_real(v_t._data)
 
     if _kernel_ok((p, m, v)):
-        _k.radam_step(_flat(p), _contig(g), _flat(m), _flat(v), bool(maximize), *c)
+        _kernel(p, _k.radam_step)(_flat(p), _contig(g), _flat(m), _flat(v), bool(maximize), *c)
     else:
         (
             wd,

@@ -4,6 +4,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..dtypes import float64, get_default_dtype
+from ..ops.transfer import zeros_on
 from . import _functional as F
 from .optimizer import Optimizer, _check_differentiable, _closure_loss, _scalar, _use_no_grad
 
@@ -21,7 +22,7 @@ def _step_tensor(value=0.0):
 
 
 def _zeros_like(p):
-    return Tensor._make(np.zeros(p._data.shape, p._data.dtype))
+    return Tensor._make(zeros_on(p._data.shape, p._data.dtype, p.device))
 
 
 def _steps_to_tensors(optimizer):

@@ -46,7 +46,7 @@ class DeviceArray:
     ``buf`` holding elements of ``dtype``."""
 
     __slots__ = ("buf", "shape", "estrides", "offset", "dtype", "__weakref__")
-    __array_priority__ = -1  # never let numpy treat it as an array
+    __array_ufunc__ = None  # numpy operators defer to ours (np.float32(2) * a -> __rmul__)
 
     def __init__(self, buf, shape, estrides=None, offset=0):
         self.buf = buf
@@ -178,6 +178,51 @@ class DeviceArray:
             return None
         return self._like(shape, v.strides, self.offset)
 
+    # numpy's method names, so shape code written for arrays works on both (views only)
+    def view(self, dtype=None):
+        if dtype is not None and np.dtype(dtype) != self.dtype:
+            raise RuntimeError("nbgrad: reinterpreting the dtype of a CUDA tensor is not supported")
+        return self._like(self.shape, self.estrides, self.offset)
+
+    def reshape(self, *shape):
+        """numpy's reshape: a view when the strides allow one, else a dense copy."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        if -1 in shape:
+            known = math.prod(s for s in shape if s != -1)
+            shape = tuple(self.size // known if s == -1 else s for s in shape)
+        v = self.view_shape(shape)
+        return v if v is not None else self.contiguous().view_shape(shape)
+
+    def ravel(self):
+        return self.reshape(self.size)
+
+    def as_strided(self, shape, estrides):
+        """A view with the same first element, ``shape`` and element ``estrides``."""
+        return self._like(shape, estrides, self.offset)
+
+    def __getitem__(self, key):
+        if not isinstance(key, tuple):
+            key = (key,)
+        fixed = []
+        d = 0
+        for k in key:
+            if k is None or k is Ellipsis or isinstance(k, slice):
+                fixed.append(k)
+                if isinstance(k, slice):
+                    d += 1
+                elif k is Ellipsis:
+                    d = self.ndim - sum(1 for j in key[key.index(k) + 1 :] if j is not None)
+                continue
+            i = int(k)
+            if i < 0:
+                i += self.shape[d]
+            if not 0 <= i < self.shape[d]:
+                raise IndexError("index %d is out of bounds for dimension %d" % (int(k), d))
+            fixed.append(i)
+            d += 1
+        return self.getitem_basic(tuple(fixed))
+
     def getitem_basic(self, key):
         """Basic indexing (ints, slices, None, Ellipsis) as a view; ints already wrapped
         and range-checked by the caller."""
@@ -207,6 +252,63 @@ class DeviceArray:
                 off += int(k) * self.estrides[d]
             d += 1
         return self._like(shape, st, off)
+
+    # -- arithmetic (numpy's promotion; a kernel per expression) --------------------------
+    def _binary(self, other, expr, swap=False):
+        from .elementwise import run
+
+        if isinstance(other, np.ndarray):
+            if other.ndim:  # host data never joins a device computation silently
+                from ...device import CPU, same_device_error
+
+                raise same_device_error(CUDA0, CPU)
+            other = other[()]
+        if isinstance(other, np.generic):
+            other = other.item()
+        if isinstance(other, DeviceArray):
+            dt = np.result_type(self.dtype, other.dtype)
+        else:
+            dt = np.result_type(self.dtype, other)
+        vals = (other, self) if swap else (self, other)
+        return run("array_" + expr, ("x", "y"), expr, dt.name, vals)
+
+    def __add__(self, o):
+        return self._binary(o, "x + y")
+
+    def __radd__(self, o):
+        return self._binary(o, "x + y", True)
+
+    def __sub__(self, o):
+        return self._binary(o, "x - y")
+
+    def __rsub__(self, o):
+        return self._binary(o, "x - y", True)
+
+    def __mul__(self, o):
+        return self._binary(o, "x * y")
+
+    def __rmul__(self, o):
+        return self._binary(o, "x * y", True)
+
+    def __truediv__(self, o):
+        return self._binary(o, "x / y")
+
+    def __rtruediv__(self, o):
+        return self._binary(o, "x / y", True)
+
+    def __neg__(self):
+        from .elementwise import run
+
+        return run("array_neg", ("x",), "-x", self.dtype.name, (self,))
+
+    def __setitem__(self, key, value):
+        from .elementwise import assign
+
+        if isinstance(value, np.ndarray):
+            value = from_host(value) if value.ndim else value[()]
+        if isinstance(value, np.generic):
+            value = value.item()
+        assign(self[key] if key is not Ellipsis else self, value)
 
     # -- data movement ------------------------------------------------------------------
     def dense(self):

@@ -15,11 +15,9 @@ import math
 import threading
 
 import numpy as np
-from numba import cuda
 
 from .. import build
 from .array import DeviceArray, c_strides, empty
-from .config import grid
 
 __all__ = ["MAXD", "run", "copy_strided", "assign", "broadcast_shape"]
 
@@ -128,6 +126,8 @@ def run(tag, params, expr, dtype, values, *, out_dtype=None, param_types=None, o
     n = math.prod(shape)
     if n == 0:
         return out
+    from .config import grid  # numba.cuda: imported on the first launch only
+
     kinds = tuple("a" if isinstance(v, DeviceArray) else "s" for v in values)
     m = _module(tag, tuple(params), kinds, expr, dtype, param_types)
     blocks, threads = grid(n)
@@ -156,6 +156,7 @@ _COPY = {}
 def _copy_kernels():
     k = _COPY.get("k")
     if k is None:
+        from numba import cuda
 
         @cuda.jit
         def kcopy(n, sh, ob, oo, os, xb, xo, xs):
@@ -192,6 +193,8 @@ def assign(dst, src):
     n = dst.size
     if n == 0:
         return dst
+    from .config import grid
+
     kcopy, kfill = _copy_kernels()
     blocks, threads = grid(n)
     sh = _pad(dst.shape, 1)

@@ -440,10 +440,11 @@ class Module:
         return self._apply(lambda t: t.to(float16) if t.is_floating_point() else t)
 
     def cpu(self: _M) -> _M:
-        """Move to the CPU (where nbgrad data lives already); returns self."""
-        return self
+        """Move the parameters and buffers to host memory (in place); returns self."""
+        return self._apply(lambda t: t.cpu())
 
     def cuda(self: _M, device: Any = None) -> _M:
+        """Move the parameters and buffers to a CUDA device (in place); returns self."""
         return self._apply(lambda t: t.cuda(device))
 
     def type(self: _M, dst_type: Any) -> _M:

@@ -5,10 +5,30 @@ autograd side (nodes, saved tensors, hooks, version counters) is shared, so only
 differs.  Imported on first use by a CUDA tensor.
 """
 
+import numpy as np
+
 from ...device import CPU, same_device_error
 from ...kernels.cuda.array import CUDA0, DeviceArray
 
-__all__ = ["arrays_on_device", "device_of"]
+__all__ = ["arrays_on_device", "device_of", "xp_of", "kernel_for"]
+
+
+def xp_of(a):
+    """numpy for a numpy array; for a CUDA array the same-named functions of ``xp.py``."""
+    if type(a) is np.ndarray:
+        return np
+    from . import xp
+
+    return xp
+
+
+def kernel_for(a, k):
+    """The CPU kernel ``k`` for a numpy ``a``, its CUDA twin for a CUDA ``a``."""
+    if type(a) is not DeviceArray:
+        return k
+    from .xp import kernel
+
+    return kernel(a, k)
 
 
 def device_of(*tensors):
