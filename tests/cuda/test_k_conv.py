@@ -20,6 +20,13 @@ def _data(shape, dt, special=True):
     return a
 
 
+def _close(got, want):
+    """Sums: the same order as the CPU kernel, but the CPU compiles with fastmath's reassoc and
+    arcp (NOTE in kernels/__init__.py), so allow a few ulps; NaN/Inf positions must match."""
+    tol = 4 * np.finfo(want.dtype).eps
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True)
+
+
 def _out(shape, dt):
     # garbage start: the kernels must overwrite (or zero) every element
     return np.full(shape, 7.0, dt)
@@ -62,7 +69,7 @@ def test_im2col_col2im(dt, geom):
     np.testing.assert_array_equal(gc, hc)
     cols = _data((R, N * oh * ow), dt)
     [(hx, gx)] = _both(KC.col2im_cpu, GC.col2im_cuda, (cols, _out(x.shape, dt)) + par, [1])
-    np.testing.assert_array_equal(gx, hx)  # same order, same dtype: bitwise
+    _close(gx, hx)
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
@@ -78,7 +85,7 @@ def test_valid_variants(dt):
     cols = _data((R, N * oh * ow), dt)
     cpu, gpu = KC.col2im_valid_cpu, GC.col2im_valid_cuda
     [(hx, gx)] = _both(cpu, gpu, (cols, _out(x.shape, dt)) + par, [1])
-    np.testing.assert_array_equal(gx, hx)
+    _close(gx, hx)
 
 
 def test_im2col_col2im_empty():
@@ -140,3 +147,174 @@ def test_index_add_axis1(dt):
         [2],
     )
     np.testing.assert_array_equal(g, h)
+
+
+# ---------------------------------------------------------------- pooling (kernels/cpu/pool.py)
+
+from nbgrad.kernels.cpu import pool as KP  # noqa: E402
+from nbgrad.kernels.cuda import pool as GP  # noqa: E402
+
+
+def _pool_out(n, k, s, p, d, ceil):
+    num = n + 2 * p - d * (k - 1) - 1
+    o = (-(-num // s) if ceil else num // s) + 1
+    if ceil and (o - 1) * s >= n + p:
+        o -= 1
+    return max(o, 0)
+
+
+# (kh, kw, sh, sw, ph, pw, dh, dw, ceil)
+POOLS = [
+    (2, 2, 2, 2, 0, 0, 1, 1, False),
+    (3, 3, 2, 2, 1, 1, 1, 1, True),
+    (3, 2, 1, 2, 1, 0, 2, 1, False),
+    (2, 3, 3, 1, 1, 1, 1, 2, True),
+]
+
+
+def _pool_x(dt, P=3, H=5, W=7):
+    x = RNG.standard_normal((P, H, W)).astype(dt)
+    x[0, 1, 2] = np.nan  # NaN wins its windows
+    x[1] = -np.inf  # argmax of an all -inf window: its first tap
+    x[2, 0, 0] = x[2, 0, 1] = 5.0  # a tie: the first one wins
+    x[2, 4, 6] = np.inf
+    return x
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("geom", POOLS)
+def test_maxpool(dt, geom):
+    kh, kw, sh, sw, ph, pw, dh, dw, ceil = geom
+    x = _pool_x(dt)
+    P, H, W = x.shape
+    OH, OW = _pool_out(H, kh, sh, ph, dh, ceil), _pool_out(W, kw, sw, pw, dw, ceil)
+    par = (kh, kw, sh, sw, ph, pw, dh, dw)
+    out, idx = _out((P, OH, OW), dt), np.full((P, OH, OW), -5, np.int64)
+    (ho, go), (hi, gi) = _both(
+        KP.maxpool2d_fwd_cpu, GP.maxpool2d_fwd_cuda, (x, out, idx) + par, [1, 2]
+    )
+    np.testing.assert_array_equal(go, ho)
+    np.testing.assert_array_equal(gi, hi)
+    g = _data((P, OH, OW), dt)
+    [(hg, gg)] = _both(
+        KP.maxpool2d_bwd_cpu, GP.maxpool2d_bwd_cuda, (g, hi, _out((P, H * W), dt)), [2]
+    )
+    tol = 1e-6 if dt == np.float32 else 1e-13  # atomics: overlapping windows add in any order
+    np.testing.assert_allclose(gg, hg, rtol=tol, atol=tol, equal_nan=True)
+
+
+def test_maxpool_bwd_bad_index():
+    g = np.ones((2, 2, 2))
+    for bad in (-1, 12):
+        idx = np.zeros((2, 2, 2), np.int64)
+        idx[1, 1, 0] = bad
+        with pytest.raises(RuntimeError) as ec:
+            KP.maxpool2d_bwd_cpu(g, idx, np.zeros((2, 12)))
+        with pytest.raises(RuntimeError) as eg:
+            GP.maxpool2d_bwd_cuda(D(g), D(idx), cuda.device_array((2, 12)))
+        assert str(eg.value) == str(ec.value)
+        assert "invalid max index" in str(eg.value)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_maxpool2x2(dt):
+    x = _pool_x(dt, 3, 5, 7)  # odd H, W: the last row / column is outside every window
+    P, OH, OW = 3, 2, 3
+    args = (x, _out((P, OH, OW), dt), np.full((P, OH, OW), -5, np.int64))
+    (ho, go), (hi, gi) = _both(KP.maxpool2x2_fwd_cpu, GP.maxpool2x2_fwd_cuda, args, [1, 2])
+    np.testing.assert_array_equal(go, ho)
+    np.testing.assert_array_equal(gi, hi)
+    # and the generic kernel agrees
+    args = (x, _out((P, OH, OW), dt), np.full((P, OH, OW), -5, np.int64), 2, 2, 2, 2, 0, 0, 1, 1)
+    (ho2, _), (hi2, _) = _both(KP.maxpool2d_fwd_cpu, GP.maxpool2d_fwd_cuda, args, [1, 2])
+    np.testing.assert_array_equal(go, ho2)
+    np.testing.assert_array_equal(gi, hi2)
+
+
+AVG = [
+    (2, 2, 2, 2, 0, 0, False, True, 0),
+    (3, 3, 2, 2, 1, 1, True, True, 0),
+    (3, 3, 2, 2, 1, 1, True, False, 0),
+    (3, 2, 1, 2, 1, 1, False, False, 0),
+    (2, 3, 3, 1, 1, 1, True, True, 5),
+]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("geom", AVG)
+def test_avgpool(dt, geom):
+    kh, kw, sh, sw, ph, pw, ceil, cip, divisor = geom
+    x = _pool_x(dt)
+    P, H, W = x.shape
+    OH, OW = _pool_out(H, kh, sh, ph, 1, ceil), _pool_out(W, kw, sw, pw, 1, ceil)
+    par = (kh, kw, sh, sw, ph, pw, cip, divisor)
+    [(ho, go)] = _both(
+        KP.avgpool2d_fwd_cpu, GP.avgpool2d_fwd_cuda, (x, _out((P, OH, OW), dt)) + par, [1]
+    )
+    _close(go, ho)
+    g = _data((P, OH, OW), dt)
+    [(hg, gg)] = _both(
+        KP.avgpool2d_bwd_cpu, GP.avgpool2d_bwd_cuda, (g, _out(x.shape, dt)) + par, [1]
+    )
+    _close(gg, hg)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("OH,OW", [(3, 4), (1, 1), (5, 7), (7, 9), (2, 3)])
+def test_adaptive_avgpool(dt, OH, OW):
+    x = _pool_x(dt)
+    P = x.shape[0]
+    [(ho, go)] = _both(
+        KP.adaptive_avgpool2d_fwd_cpu,
+        GP.adaptive_avgpool2d_fwd_cuda,
+        (x, _out((P, OH, OW), dt)),
+        [1],
+    )
+    _close(go, ho)
+    g = _data((P, OH, OW), dt)
+    [(hg, gg)] = _both(
+        KP.adaptive_avgpool2d_bwd_cpu, GP.adaptive_avgpool2d_bwd_cuda, (g, _out(x.shape, dt)), [1]
+    )
+    _close(gg, hg)
+
+
+def test_pool_empty():
+    x = np.ones((0, 4, 4))
+    for cpu, gpu, args, outs in [
+        (
+            KP.maxpool2d_fwd_cpu,
+            GP.maxpool2d_fwd_cuda,
+            (x, np.ones((0, 2, 2)), np.ones((0, 2, 2), np.int64), 2, 2, 2, 2, 0, 0, 1, 1),
+            [1],
+        ),
+        (
+            KP.maxpool2d_bwd_cpu,
+            GP.maxpool2d_bwd_cuda,
+            (np.ones((2, 0, 2)), np.ones((2, 0, 2), np.int64), _out((2, 4), np.float64)),
+            [2],
+        ),
+        (
+            KP.avgpool2d_fwd_cpu,
+            GP.avgpool2d_fwd_cuda,
+            (x, np.ones((0, 2, 2)), 2, 2, 2, 2, 0, 0, True, 0),
+            [1],
+        ),
+        (
+            KP.avgpool2d_bwd_cpu,
+            GP.avgpool2d_bwd_cuda,
+            (np.ones((2, 0, 0)), _out((2, 3, 3), np.float64), 2, 2, 2, 2, 0, 0, True, 0),
+            [1],
+        ),
+        (
+            KP.adaptive_avgpool2d_bwd_cpu,
+            GP.adaptive_avgpool2d_bwd_cuda,
+            (np.ones((2, 0, 3)), _out((2, 3, 3), np.float64)),
+            [1],
+        ),
+    ]:
+        for h, g in _both(cpu, gpu, args, outs):
+            np.testing.assert_array_equal(g, h)
+    # (maxpool2x2_fwd_cpu itself fails on 0 planes: range step 0)
+    GP.maxpool2x2_fwd_cuda(
+        D(x), cuda.device_array((0, 2, 2)), cuda.device_array((0, 2, 2), np.int64)
+    )

@@ -5,8 +5,9 @@ Choices:
 - im2col: one thread per column entry (grid-stride), zero for out-of-range taps.
 - col2im is a gather, not a scatter: each x element sums the (at most kh*kw) column entries
   that read it, in the CPU kernel's (i, j) order and in x's dtype, so results are deterministic
-  and bitwise the CPU's (no atomics).  The ``_valid`` variants are the general kernels with
-  stride 1 and no padding (on a GPU the CPU's whole-row fast path buys nothing).
+  (no atomics) and match the CPU's up to its fastmath reassociation.  The ``_valid`` variants
+  are the general kernels with stride 1 and no padding (the CPU's whole-row fast path buys
+  nothing on a GPU).
 - grad_rows: one block per output channel o copies g[:, o, :] to gt[o] and tree-reduces the
   bias gradient in float64 shared memory (the CPU sums each (n, o) row in float64 and rounds
   into gb per n; here the whole sum is float64 and rounded once: same or closer to exact).
@@ -139,7 +140,7 @@ def _grad_rows(gf, tf, gb, O, N, L, want_bias):
     tid = cuda.threadIdx.x
     NL = N * L
     for o in range(cuda.blockIdx.x, O, cuda.gridDim.x):  # one block per output channel
-        acc = 0.0
+        acc = float64(0.0)
         for m in range(tid, NL, cuda.blockDim.x):
             n = m // L
             k = m - n * L
