@@ -318,3 +318,85 @@ def test_pool_empty():
     GP.maxpool2x2_fwd_cuda(
         D(x), cuda.device_array((0, 2, 2)), cuda.device_array((0, 2, 2), np.int64)
     )
+
+
+# ----------------------------------------------------------- upsampling (kernels/cpu/upsample.py)
+
+from nbgrad.kernels.cpu import upsample as KU  # noqa: E402
+from nbgrad.kernels.cuda import upsample as GU  # noqa: E402
+
+
+def _nearest_map(n_in, n_out):
+    return np.minimum((np.arange(n_out) * n_in) // n_out, n_in - 1).astype(np.int64)
+
+
+def _linear_map(n_in, n_out, cd):
+    src = np.maximum((np.arange(n_out) + 0.5) * n_in / n_out - 0.5, 0)
+    i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+    i1 = np.minimum(i0 + 1, n_in - 1)
+    l1 = (src - i0).astype(cd)
+    return i0, i1, (1 - l1).astype(cd), l1
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    "insz,outsz", [((1, 1, 3), (1, 1, 7)), ((1, 3, 4), (1, 7, 5)), ((2, 3, 2), (3, 5, 4))]
+)
+def test_upsample_nearest(dt, insz, outsz):
+    P = 2
+    x = _data((P,) + insz, dt)
+    maps = tuple(_nearest_map(i, o) for i, o in zip(insz, outsz))
+    args = (x,) + maps + (_out((P,) + outsz, dt),)
+    [(h, g)] = _both(KU.upsample_nearest_fwd_cpu, GU.upsample_nearest_fwd_cuda, args, [4])
+    np.testing.assert_array_equal(g, h)
+    gy = _data((P,) + outsz, dt)
+    args = (gy,) + maps + (_out((P,) + insz, dt),)
+    [(h, g)] = _both(KU.upsample_nearest_bwd_cpu, GU.upsample_nearest_bwd_cuda, args, [4])
+    _close(g, h)
+
+
+def test_upsample_nearest_downsample_and_int():
+    # downsampling: some inputs are never read, their gradient is 0
+    x = np.arange(2 * 6, dtype=np.int64).reshape(2, 1, 1, 6)
+    maps = (np.zeros(1, np.int64), np.zeros(1, np.int64), _nearest_map(6, 4))
+    args = (x,) + maps + (np.zeros((2, 1, 1, 4), np.int64),)
+    [(h, g)] = _both(KU.upsample_nearest_fwd_cpu, GU.upsample_nearest_fwd_cuda, args, [4])
+    np.testing.assert_array_equal(g, h)
+    args = (np.ones((2, 1, 1, 4)),) + maps + (_out((2, 1, 1, 6), np.float64),)
+    [(h, g)] = _both(KU.upsample_nearest_bwd_cpu, GU.upsample_nearest_bwd_cuda, args, [4])
+    np.testing.assert_array_equal(g, h)
+    assert (g == 0).any()
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("two_d", [True, False])
+def test_upsample_linear(dt, two_d):
+    P, H, W, OH, OW = 2, 3, 4, 7, 5
+    if not two_d:
+        H = OH = 1
+    cd = np.float64  # the weights' compute dtype (ops/nn/upsample.py)
+    x = _data((P, H, W), dt)
+    hm = (
+        _linear_map(H, OH, cd)
+        if two_d
+        else (np.zeros(1, np.int64),) * 2 + (np.ones(1, cd), np.zeros(1, cd))
+    )
+    wm = _linear_map(W, OW, cd)
+    args = (x,) + hm + wm + (_out((P, OH, OW), dt), two_d)
+    [(h, g)] = _both(KU.upsample_linear_fwd_cpu, GU.upsample_linear_fwd_cuda, args, [9])
+    assert np.isnan(h).any() and np.isinf(h).any()
+    _close(g, h)  # a GPU may fuse a multiply-add
+    gy = _data((P, OH, OW), dt)
+    args = (gy,) + hm + wm + (_out((P, H, W), dt), two_d)
+    [(h, g)] = _both(KU.upsample_linear_bwd_cpu, GU.upsample_linear_bwd_cuda, args, [9])
+    _close(g, h)
+
+
+def test_upsample_empty():
+    maps = (np.zeros(1, np.int64),) * 2 + (np.zeros(0, np.int64),)
+    args = (np.ones((2, 1, 1, 0)),) + maps + (_out((2, 1, 1, 3), np.float64),)
+    [(h, g)] = _both(KU.upsample_nearest_bwd_cpu, GU.upsample_nearest_bwd_cuda, args, [4])
+    np.testing.assert_array_equal(g, h)
+    GU.upsample_nearest_fwd_cuda(
+        D(np.ones((0, 1, 1, 2))), *map(D, maps), cuda.device_array((0, 1, 1, 0))
+    )
