@@ -176,7 +176,7 @@ def _zero(a):
         a[e] = 0
 
 
-def zero_cuda(a):
+def _zero_all(a):
     """a[...] = 0 (shared by the scatter-add backward kernels)."""
     if a.size:
         _zero[grid(a.size)](_flat(a))
@@ -199,6 +199,6 @@ def _index_add_axis1(src, idx, out):
 
 def index_add_axis1_cuda(src, idx, out):
     """out[a, idx[k], b] += src[a, k, b] (out zeroed here)."""
-    zero_cuda(out)
+    _zero_all(out)
     if src.size:
         _index_add_axis1[grid(src.size)](src, idx, out)
