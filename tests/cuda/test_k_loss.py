@@ -1,6 +1,7 @@
-"""CUDA loss kernels (nbgrad/kernels/cuda/loss.py) against their CPU twins: the same inputs on
-the host and on the device, outputs compared (float32 and float64, NaN/Inf rows, sizes that are
-not multiples of the block, empty inputs), and the same exception for a bad target."""
+"""CUDA loss kernels (nbgrad/kernels/cuda/loss.py) and glu (cuda/activation.py) against their
+CPU twins: the same inputs on the host and on the device, outputs compared (float32 and float64,
+NaN/Inf rows, sizes that are not multiples of the block, empty inputs), and the same exception
+for a bad target."""
 
 import numpy as np
 import pytest
@@ -239,3 +240,30 @@ def test_sum_f64(shape):
     out = cuda.device_array(1)
     sum_f64_cuda(dev(a), out)
     np.testing.assert_allclose(out.copy_to_host()[0], a.astype(np.float64).sum(), rtol=1e-12)
+
+
+# -- glu (kernels/cuda/activation.py) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("outer,m", [(3, 7), (1, 1), (2, 33), (0, 4), (4, 0)])
+def test_glu(dt, outer, m):
+    from nbgrad.kernels.cpu import activation as KA
+    from nbgrad.kernels.cuda import activation as KCA
+
+    rng = np.random.default_rng(outer * 10 + m)
+    x = (rng.standard_normal((outer, 2, m)) * 4).astype(dt)
+    if outer * m >= 4:
+        x[0, 1, :4] = [np.nan, np.inf, -np.inf, 200.0]
+        x[0, 0, 0] = np.inf
+    out = np.empty((outer, m), dt)
+    KA.glu_fwd_cpu(x, out)
+    dout = cuda.device_array((outer, m), dt)
+    KCA.glu_fwd_cuda(dev(x), dout)
+    close(dout.copy_to_host(), out, dt)
+    g = rng.standard_normal((outer, m)).astype(dt)
+    gx = np.empty_like(x)
+    KA.glu_bwd_cpu(x, g, gx)
+    dgx = cuda.device_array(x.shape, dt)
+    KCA.glu_bwd_cuda(dev(x), dev(g), dgx)
+    close(dgx.copy_to_host(), gx, dt)
