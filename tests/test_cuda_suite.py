@@ -14,7 +14,9 @@ from test_cuda_sim import NUMBA_CUDA
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.mark.skipif(NUMBA_CUDA is None, reason="numba-cuda is not installed (pip install 'nbgrad[cuda]')")
+@pytest.mark.skipif(
+    NUMBA_CUDA is None, reason="numba-cuda is not installed (pip install 'nbgrad[cuda]')"
+)
 def test_cuda_folder_passes_under_the_simulator():
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
     env.pop("NBGRAD_CUDA_TESTS", None)

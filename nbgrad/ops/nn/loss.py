@@ -11,6 +11,7 @@ from ..._tensor import Tensor
 from ...autograd.batching import batched
 from ...grad_mode import STATE, no_grad
 from ...kernels.cpu import index as KI, loss as KL
+from ...kernels.cuda.array import DeviceArray
 from .. import pointwise_fns as _pw
 from ..dispatch import any_strided, torch_layout
 from ..registry import internal_op, op
@@ -174,6 +175,8 @@ def _check_nll(x, target, weight, ignore_index):
         shape3 = (1, C, 1)
     else:
         shape3 = (x.shape[0], C, math.prod(x._data.shape[2:]))  # (np.prod: ~5 us a call)
+    if type(target._data) is DeviceArray:  # validated on the device (ops/cuda/loss.py)
+        return shape3, None
     return shape3, _targets(target._data, shape3, ignore_index)
 
 
@@ -224,8 +227,10 @@ def _nll_vjp(node, grads):
     ta = node.array("t")
     if ta.size != shape3[0] * shape3[2] or ta.dtype.kind not in "iu":
         raise RuntimeError("nll_loss: the target was replaced after the forward")
-    t = _targets(ta, shape3, ignore_index)
     wa = node.array("w")
+    if type(ta) is DeviceArray:
+        return _nll_vjp_cuda(node, g, x, ta, wa, reduction, total_w)
+    t = _targets(ta, shape3, ignore_index)
     outer, _, inner = shape3
     if reduction == "none":
         gscale = None
@@ -265,10 +270,31 @@ def _nll_vjp(node, grads):
     return (_make(gx.reshape(x.shape).astype(g._dtype.np, copy=False)),)
 
 
+def _nll_vjp_cuda(node, g, x, ta, wa, reduction, total_w):
+    if STATE.enabled:
+        raise RuntimeError(
+            "nbgrad: the double backward of nll_loss / cross_entropy does not run on CUDA "
+            "tensors yet (create_graph=True)"
+        )
+    if reduction == "none":
+        gscale = None
+    else:
+        gscale = (1.0 / total_w if total_w else float("nan")) if reduction == "mean" else 1.0
+    from ..cuda.loss import nll_vjp
+
+    return nll_vjp(node, g, x, ta, wa, gscale)
+
+
 def _nll(x, target, weight, ignore_index, reduction, smoothing, fused, opdef):
     """Checks, the fused kernel, and the node; ``fused``: log-softmax first (cross_entropy)."""
     shape3, t3 = _check_nll(x, target, weight, ignore_index)
     tshape = tuple(target.shape) if x.ndim > 1 else ()
+    if type(x._data) is DeviceArray or type(target._data) is DeviceArray:
+        from ..cuda.loss import nll
+
+        return nll(
+            x, target, weight, ignore_index, reduction, smoothing, fused, opdef, shape3, tshape
+        )
     cd = compute_dtype(x._dtype)
     wa = carray(weight, cd) if weight is not None else np.ones(shape3[1], cd)
     loss = np.empty((shape3[0], shape3[2]), cd)
