@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import _flags, grad_mode
 from .._tensor import Tensor, _dense, view_rebase_error
+from ..kernels.cuda.array import DeviceArray
 from ..utils.hooks import HookDict, add_hook
 from .profiler import begin as _begin_event, end as _end_event
 from .saved import (  # noqa: F401
@@ -144,6 +145,8 @@ class AccumulateGrad(Node):
                             (g,),
                             lambda node, grads: (grads[0],),
                         )
+                    elif type(g._data) is DeviceArray or type(var._data) is DeviceArray:
+                        var._grad = Tensor._make(_device_copy(g._data, var._data))
                     elif _stealable(g, var._data):
                         var._grad = Tensor._make(g._data)  # NOTE [stealing the gradient]
                     else:
@@ -153,6 +156,9 @@ class AccumulateGrad(Node):
                         var._grad = Tensor._make(arr)
                 elif grad_mode.STATE.enabled:
                     var._grad = old + g
+                elif type(old._data) is DeviceArray:
+                    _device_add(old._data, g._data)
+                    old._vc[0] += 1
                 else:
                     np.add(old._data, g._data, out=old._data, casting="unsafe")
                     old._vc[0] += 1
@@ -164,6 +170,25 @@ class AccumulateGrad(Node):
                         raise RuntimeError("Tensor post accumulate grad hooks should return None.")
                     raise TypeError("expected Variable, but hook returned '%s'" % type(r).__name__)
         return ()
+
+
+def _device_copy(ga, a):
+    """A leaf's first CUDA gradient: a dense copy in the leaf's dtype (CUDA gradients are not
+    stolen yet: a device buffer's sharing is not visible to refcounts)."""
+    from ..ops.transfer import move
+
+    return move(ga, a.device if type(a) is DeviceArray else "cpu").astype(a.dtype)
+
+
+def _device_add(out, ga):
+    """``out += ga`` in place on the device (``.grad`` accumulation)."""
+    from ..kernels.cuda.elementwise import run
+
+    if type(ga) is not DeviceArray:
+        from ..device import CPU, same_device_error
+
+        raise same_device_error(out.device, CPU)
+    run("accumulate", ("x", "y"), "x + y", out.dtype.name, (out, ga), out=out)
 
 
 # NOTE [stealing the gradient]: the first gradient of a leaf becomes its ``.grad`` without a

@@ -15,9 +15,11 @@ import math
 import threading
 
 import numpy as np
+from numba import cuda  # (this module loads with the first CUDA tensor op, never at import)
 
 from .. import build
 from .array import DeviceArray, c_strides, empty
+from .config import grid
 
 __all__ = ["MAXD", "run", "copy_strided", "assign", "broadcast_shape"]
 
@@ -126,8 +128,6 @@ def run(tag, params, expr, dtype, values, *, out_dtype=None, param_types=None, o
     n = math.prod(shape)
     if n == 0:
         return out
-    from .config import grid  # numba.cuda: imported on the first launch only
-
     kinds = tuple("a" if isinstance(v, DeviceArray) else "s" for v in values)
     m = _module(tag, tuple(params), kinds, expr, dtype, param_types)
     blocks, threads = grid(n)
@@ -150,40 +150,34 @@ def run(tag, params, expr, dtype, values, *, out_dtype=None, param_types=None, o
     return out
 
 
-_COPY = {}
+@cuda.jit
+def _kcopy(n, sh, ob, oo, os, xb, xo, xs):
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        r = i
+        q = oo
+        p = xo
+        for d in range(MAXD - 1, -1, -1):
+            c = r % sh[d]
+            r = r // sh[d]
+            q += c * os[d]
+            p += c * xs[d]
+        ob[q] = xb[p]
+
+
+@cuda.jit
+def _kfill(n, sh, ob, oo, os, value):
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        r = i
+        q = oo
+        for d in range(MAXD - 1, -1, -1):
+            c = r % sh[d]
+            r = r // sh[d]
+            q += c * os[d]
+        ob[q] = value
 
 
 def _copy_kernels():
-    k = _COPY.get("k")
-    if k is None:
-        from numba import cuda
-
-        @cuda.jit
-        def kcopy(n, sh, ob, oo, os, xb, xo, xs):
-            for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-                r = i
-                q = oo
-                p = xo
-                for d in range(MAXD - 1, -1, -1):
-                    c = r % sh[d]
-                    r = r // sh[d]
-                    q += c * os[d]
-                    p += c * xs[d]
-                ob[q] = xb[p]
-
-        @cuda.jit
-        def kfill(n, sh, ob, oo, os, value):
-            for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-                r = i
-                q = oo
-                for d in range(MAXD - 1, -1, -1):
-                    c = r % sh[d]
-                    r = r // sh[d]
-                    q += c * os[d]
-                ob[q] = value
-
-        k = _COPY["k"] = (kcopy, kfill)
-    return k
+    return _kcopy, _kfill
 
 
 def assign(dst, src):
@@ -193,8 +187,6 @@ def assign(dst, src):
     n = dst.size
     if n == 0:
         return dst
-    from .config import grid
-
     kcopy, kfill = _copy_kernels()
     blocks, threads = grid(n)
     sh = _pad(dst.shape, 1)
