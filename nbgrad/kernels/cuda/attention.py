@@ -19,16 +19,23 @@ chunks, P and dS in shared memory).  Each probability is recomputed from the sav
 logsumexp in both, as on the CPU; rows whose logsumexp is -inf contribute nothing (a select:
 ``0 * g`` would turn an Inf in g into NaN).
 
+``_exp``/``_log`` are ``math``'s on a GPU (numba-cuda lowers no ``np.exp``) and numpy's under
+the simulator (float32 stays float32; ``log(0)`` is -inf, not a ``ValueError``).
+
 The chunk length is the block size (the CPU's is 64 keys), so the sums run in another order:
 results agree with the CPU to rounding.
 """
 
+import math
+
 import numpy as np
 from numba import cuda, float32, float64, int32
 
-from .config import REDUCE_THREADS, grid
+from .config import REDUCE_THREADS, SIM, grid
 
 __all__ = ["sdpa_fwd_cuda", "sdpa_bwd_cuda"]
+
+_exp, _log = (np.exp, np.log) if SIM else (math.exp, math.log)
 
 TPB = REDUCE_THREADS  # threads per block = keys (or query rows) per chunk
 
@@ -37,7 +44,7 @@ def _kernels(ftype):
     """The kernels for one dtype (shared arrays need their dtype at compile time)."""
 
     @cuda.jit
-    def fwd(q, k, v, mask, causal, scale, out, lse, zero, ninf):
+    def fwd(q, k, v, mask, causal, scale, out, lse, zero, one, ninf):
         B, H, L, E = q.shape
         Hk, S = k.shape[1], k.shape[2]
         Ev = v.shape[3]
@@ -79,10 +86,10 @@ def _kernels(ftype):
                         bm = st
                 mnew = bm if (bm != bm or bm > m) else m
                 live = mnew != ninf  # the same in every thread: every key so far masked?
-                pbuf[tid] = np.exp(s - mnew) if live else zero
+                pbuf[tid] = _exp(s - mnew) if live else zero
                 cuda.syncthreads()
                 if live:
-                    alpha = np.exp(m - mnew)
+                    alpha = _exp(m - mnew)
                     l = l * alpha
                     for t in range(cnt):
                         l += pbuf[t]
@@ -96,11 +103,11 @@ def _kernels(ftype):
                 if tid == 0:
                     lse[b, h, i] = ninf
             else:
-                inv = (zero + 1) / l
+                inv = one / l
                 for e in range(tid, Ev, nt):
                     out[b, h, i, e] = out[b, h, i, e] * inv
                 if tid == 0:
-                    lse[b, h, i] = m + np.log(l)
+                    lse[b, h, i] = m + _log(l)
 
     @cuda.jit
     def bwd_dq(q, k, v, mask, causal, scale, g, lse, D, dq, zero, ninf):
@@ -135,7 +142,7 @@ def _kernels(ftype):
                     s = zero
                     for e in range(E):
                         s += q[b, h, i, e] * k[b, hk, j, e]
-                    p = np.exp(s * scale + mask[mb, mh, mi, j * ms] - li)
+                    p = _exp(s * scale + mask[mb, mh, mi, j * ms] - li)
                     dp = zero
                     for e in range(Ev):
                         dp += g[b, h, i, e] * v[b, hk, j, e]
@@ -188,7 +195,7 @@ def _kernels(ftype):
                             for e in range(E):
                                 s += q[b, h, i, e] * k[b, hk, j, e]
                             mi = i if Lm > 1 else 0
-                            p = np.exp(s * scale + mask[mb, mh, mi, j * ms] - li)
+                            p = _exp(s * scale + mask[mb, mh, mi, j * ms] - li)
                             dp = zero
                             for e in range(Ev):
                                 dp += g[b, h, i, e] * v[b, hk, j, e]
@@ -248,7 +255,9 @@ def sdpa_fwd_cuda(q, k, v, mask, causal, scale, out, lse):
     if rows == 0:
         return
     fwd = _K[np.dtype(q.dtype)][0]
-    fwd[_blocks(rows)](q, k, v, mask, bool(causal), scale, out, lse, *_consts(q))
+    zero, ninf = _consts(q)
+    one = np.dtype(q.dtype).type(1)
+    fwd[_blocks(rows)](q, k, v, mask, bool(causal), scale, out, lse, zero, one, ninf)
 
 
 def sdpa_bwd_cuda(q, k, v, mask, causal, scale, out, g, lse, dq, dk, dv):

@@ -6,17 +6,20 @@ stays float32) and updates the parameter and its state in place.  Each element i
 so every kernel is one grid-stride loop whose body is the CPU loop body line for line (same op
 order, same NaN selects: ``vi > vm or vi != vi`` keeps NaN as torch.maximum does).
 
-Maths goes through numpy's ufuncs (``np.sqrt``), which numba-cuda lowers to libdevice on a GPU;
-under the simulator they are numpy on numpy scalars, so a negative radicand gives NaN as on the
-CPU where ``math.sqrt`` would raise ``ValueError``.  On a GPU, NVVM contracts ``a * b + c``
-into fused multiply-adds (its default ``fma=1``; numba-cuda has no per-kernel switch), so
-results agree with the CPU twin to rounding, not bit for bit.
+``_sqrt`` is ``math.sqrt`` on a GPU (libdevice; numba-cuda has no ``np.sqrt`` lowering) and
+``np.sqrt`` under the simulator, where kernels run as Python: numpy keeps float32 scalars
+float32 and gives NaN for a negative radicand, where ``math.sqrt`` would raise ``ValueError``.
+On a GPU, NVVM contracts ``a * b + c`` into fused multiply-adds (its default ``fma=1``;
+numba-cuda has no per-kernel switch), so results agree with the CPU twin to rounding, not bit
+for bit.
 """
+
+import math
 
 import numpy as np
 from numba import cuda
 
-from .config import grid
+from .config import SIM, grid
 
 __all__ = [
     "sgd_step_cuda",
@@ -28,6 +31,8 @@ __all__ = [
     "nadam_step_cuda",
     "radam_step_cuda",
 ]
+
+_sqrt = np.sqrt if SIM else math.sqrt
 
 
 @cuda.jit(device=True)
@@ -122,7 +127,7 @@ def _adam(
                 vm = vi
             vmax[i] = vm
             vi = vm
-        denom = np.sqrt(vi) / bc2_sqrt + eps
+        denom = _sqrt(vi) / bc2_sqrt + eps
         p[i] = pi + neg_step_size * mi / denom
 
 
@@ -205,9 +210,9 @@ def _rmsprop(
         if centered:
             ga = _lerp(gavg[i], gi, one_minus_alpha, alpha_lerp, oma_small)
             gavg[i] = ga
-            avg = np.sqrt(s + (-ga) * ga)
+            avg = _sqrt(s + (-ga) * ga)
         else:
-            avg = np.sqrt(s)
+            avg = _sqrt(s)
         avg = avg + eps
         if use_momentum:
             b = buf[i] * momentum + gi / avg
@@ -271,7 +276,7 @@ def _adagrad(p, g, s, maximize, wd, use_wd, eps, neg_clr):
             gi = gi + wd * p[i]
         si = s[i] + gi * gi
         s[i] = si
-        p[i] = p[i] + neg_clr * gi / (np.sqrt(si) + eps)
+        p[i] = p[i] + neg_clr * gi / (_sqrt(si) + eps)
 
 
 def adagrad_step_cuda(p, g, s, maximize, wd, use_wd, eps, neg_clr):
@@ -290,7 +295,7 @@ def _adadelta(p, g, sq, acc, maximize, wd, use_wd, rho, one_minus_rho, eps, neg_
             gi = gi + wd * p[i]
         si = sq[i] * rho + one_minus_rho * gi * gi
         sq[i] = si
-        delta = np.sqrt(acc[i] + eps) / np.sqrt(si + eps) * gi
+        delta = _sqrt(acc[i] + eps) / _sqrt(si + eps) * gi
         acc[i] = acc[i] * rho + one_minus_rho * delta * delta
         p[i] = p[i] + neg_lr * delta
 
@@ -365,7 +370,7 @@ def _nadam(
         m[i] = mi
         vi = v[i] * beta2 + one_minus_beta2 * gi * gi
         v[i] = vi
-        d = np.sqrt(vi / bc2) + eps
+        d = _sqrt(vi / bc2) + eps
         pi = pi + c_grad * gi / d
         p[i] = pi + c_avg * mi / d
 
@@ -455,7 +460,7 @@ def _radam(
         v[i] = vi
         u = mi / bc1 * lr
         if rectify:
-            u = u * (one / (np.sqrt(vi) + eps) * bc2_sqrt) * rect
+            u = u * (one / (_sqrt(vi) + eps) * bc2_sqrt) * rect
         p[i] = pi - u
 
 

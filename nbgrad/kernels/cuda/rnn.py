@@ -8,18 +8,21 @@ for one ``(b, j)`` what the CPU's gate loops do (the workspace ``ws`` has the CP
 forward on one side and a backward on the other agree).  Typed constants (``one``, ``zero``)
 come from the launcher so float32 stays float32.
 
-The gates use libdevice's ``exp``/``tanh`` (numpy ufuncs, lowered by numba-cuda; numpy under
-the simulator) where the CPU uses vmath's branch-free polynomials: both are within a few ulp
+The gates use libdevice's ``exp``/``tanh`` (``math``'s on a GPU; numpy's under the simulator,
+which keep float32 scalars float32 and do not raise on overflow as ``math.exp`` does) where the
+CPU uses vmath's branch-free polynomials: both are within a few ulp
 of the exact value, so the twins agree to rounding, not bit for bit.  The sigmoid is
 vmath's one-sided form (``e = exp(-|x|)``, ``1 / (1 + e)`` or ``e / (1 + e)``): it never
 overflows and NaN in gives NaN out.  A missing output gradient (``has_*`` false) contributes
 nothing rather than ``0 * x`` (NOTE [select, never multiply by a mask]), as on the CPU.
 """
 
+import math
+
 import numpy as np
 from numba import cuda
 
-from .config import grid
+from .config import SIM, grid
 
 __all__ = [
     "lstm_cell_fwd_cuda",
@@ -32,10 +35,12 @@ __all__ = [
     "rnn_relu_cell_bwd_cuda",
 ]
 
+_exp, _tanh = (np.exp, np.tanh) if SIM else (math.exp, math.tanh)
+
 
 @cuda.jit(device=True)
 def _sigmoid(x, one, zero):
-    e = np.exp(-abs(x))
+    e = _exp(-abs(x))
     return (one if x >= zero else e) / (one + e)
 
 
@@ -52,7 +57,7 @@ def _lstm_fwd(xg, hg, cx, hy, cy, ws, one, zero):
         j = idx - b * H
         i = _sigmoid(xg[b, j] + hg[b, j], one, zero)
         f = _sigmoid(xg[b, H + j] + hg[b, H + j], one, zero)
-        g = np.tanh(xg[b, 2 * H + j] + hg[b, 2 * H + j])
+        g = _tanh(xg[b, 2 * H + j] + hg[b, 2 * H + j])
         o = _sigmoid(xg[b, 3 * H + j] + hg[b, 3 * H + j], one, zero)
         ws[b, j] = i
         ws[b, H + j] = f
@@ -60,7 +65,7 @@ def _lstm_fwd(xg, hg, cx, hy, cy, ws, one, zero):
         ws[b, 3 * H + j] = o
         c1 = f * cx[b, j] + i * g
         cy[b, j] = c1
-        tc = np.tanh(c1)
+        tc = _tanh(c1)
         ws[b, 4 * H + j] = tc
         hy[b, j] = o * tc
 
@@ -116,7 +121,7 @@ def _gru_fwd(xg, hg, hx, hy, ws, one, zero):
         r = _sigmoid(xg[b, j] + hg[b, j], one, zero)
         z = _sigmoid(xg[b, H + j] + hg[b, H + j], one, zero)
         hn = hg[b, 2 * H + j]
-        n = np.tanh(xg[b, 2 * H + j] + r * hn)
+        n = _tanh(xg[b, 2 * H + j] + r * hn)
         ws[b, j] = r
         ws[b, H + j] = z
         ws[b, 2 * H + j] = n
@@ -171,7 +176,7 @@ def _tanh_fwd(xg, hg, hy):
     for idx in range(cuda.grid(1), B * H, cuda.gridsize(1)):
         b = idx // H
         j = idx - b * H
-        hy[b, j] = np.tanh(xg[b, j] + hg[b, j])
+        hy[b, j] = _tanh(xg[b, j] + hg[b, j])
 
 
 def rnn_tanh_cell_fwd_cuda(xg, hg, hy):
