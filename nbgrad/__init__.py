@@ -139,7 +139,7 @@ def detach(input):
 
 def warmup(dtypes=("float32",)):  # noqa: F811  (the argument shadows the module)
     """Compile (or load from the on-disk cache) the kernels a typical run needs."""
-    from ._warmup import warmup as _w
+    from ._warmup import warmup as _w  # lazy: the CUDA path loads on first use
 
     return _w(dtypes)
 

@@ -20,10 +20,10 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from . import dtypes as _dt
+from ._devarray import DeviceArray
 from ._repr import tensor_repr
 from .device import CPU, device as _device
 from .grad_mode import STATE
-from .kernels.cuda.array import DeviceArray
 from .utils.hooks import HookDict, RemovableHandle, add_hook
 
 __all__ = ["Tensor"]

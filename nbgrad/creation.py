@@ -44,7 +44,7 @@ __all__ = [
 def _finish(arr, device, requires_grad):
     d = as_device(device)  # None: the default device (set_default_device)
     if d is not CPU and check_device(d).type == "cuda":
-        from .ops.transfer import move
+        from .ops.transfer import move  # cycle: calls up into the CUDA path
 
         arr = move(arr, d)
     t = Tensor._make(arr)

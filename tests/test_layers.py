@@ -28,6 +28,7 @@ LAYERS = [
             "nbgrad.utils.hooks",
             "nbgrad._repr",
             "nbgrad._missing",
+            "nbgrad._devarray",
         ],
     ),
     ("tensor", ["nbgrad._tensor"]),

@@ -13,8 +13,8 @@ from collections import namedtuple
 import numpy as np
 
 from .. import _flags, grad_mode
+from .._devarray import DeviceArray
 from .._tensor import Tensor, _dense, view_rebase_error
-from ..kernels.cuda.array import DeviceArray
 from ..utils.hooks import HookDict, add_hook
 from .profiler import begin as _begin_event, end as _end_event
 from .saved import (  # noqa: F401
@@ -175,17 +175,17 @@ class AccumulateGrad(Node):
 def _device_copy(ga, a):
     """A leaf's first CUDA gradient: a dense copy in the leaf's dtype (CUDA gradients are not
     stolen yet: a device buffer's sharing is not visible to refcounts)."""
-    from ..ops.transfer import move
+    from ..ops.transfer import move  # cycle: calls up into the CUDA path
 
     return move(ga, a.device if type(a) is DeviceArray else "cpu").astype(a.dtype)
 
 
 def _device_add(out, ga):
     """``out += ga`` in place on the device (``.grad`` accumulation)."""
-    from ..kernels.cuda.elementwise import run
+    from ..kernels.cuda.elementwise import run  # cycle: calls up into the CUDA path
 
     if type(ga) is not DeviceArray:
-        from ..device import CPU, same_device_error
+        from ..device import CPU, same_device_error  # lazy: the CUDA path loads on first use
 
         raise same_device_error(out.device, CPU)
     run("accumulate", ("x", "y"), "x + y", out.dtype.name, (out, ga), out=out)

@@ -191,9 +191,9 @@ def pointwise(op, inputs, attrs=(), contiguous=False):
         return leaf_op(op.name, pointwise, op, inputs, attrs, contiguous)
     for x in inputs:  # NOTE [device storage]: CUDA operands take the CUDA path
         if isinstance(x, Tensor) and type(x._data) is DeviceArray:
-            from .cuda.pointwise import pointwise as cuda_pointwise
+            from .cuda import pointwise as cpw  # lazy: the CUDA path loads on first use
 
-            return cuda_pointwise(op, inputs, attrs)
+            return cpw.pointwise(op, inputs, attrs)
     if len(inputs) == 1 and not contiguous and op.rule != "real":
         a = inputs[0]
         if isinstance(a, Tensor) and not a._dtype.is_complex and len(op.args) == 1:
@@ -342,9 +342,9 @@ def unary(op, a, attrs=()):
     cd = _dt.float32 if dt is _dt.float16 else dt
     xa = a._data
     if type(xa) is DeviceArray:  # NOTE [device storage]
-        from .cuda.pointwise import pointwise as cuda_pointwise
+        from .cuda import pointwise as cpw  # lazy: the CUDA path loads on first use
 
-        return cuda_pointwise(op, (a,), attrs)
+        return cpw.pointwise(op, (a,), attrs)
     if xa.dtype != cd.np:
         xa = cast(xa, cd.np)
     k = op._cache.get((cd, bool(attrs)))

@@ -207,8 +207,8 @@ class _Partial:
             return r
         # a constant (PyTorch's zeros_like(grad)): outside the graph even under create_graph
         if type(g._data) is DeviceArray:
-            from ..kernels.cuda.array import empty
-            from ..kernels.cuda.elementwise import assign
+            from ..kernels.cuda.array import empty  # lazy: the CUDA path loads on first use
+            from ..kernels.cuda.elementwise import assign  # lazy: the CUDA path loads on first use
 
             return _make(assign(empty(g._data.shape, g._data.dtype), r))
         return _make(np.full(g._data.shape, r, g._data.dtype))
@@ -369,7 +369,7 @@ def _vjp_arrays(op, node, g):
     npd = _NP_OF[cd]
     garr = g._data
     if type(garr) is DeviceArray:  # NOTE [device storage]
-        from .cuda.pointwise import vjp_arrays
+        from .cuda.pointwise import vjp_arrays  # lazy: the CUDA path loads on first use
 
         return vjp_arrays(op, node, g, plan)
     if garr.dtype != npd:

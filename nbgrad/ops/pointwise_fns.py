@@ -98,7 +98,7 @@ def _compare(op):
         o = _operand(other)
         b = o._data if isinstance(o, Tensor) else o
         if type(a) is DeviceArray or type(b) is DeviceArray:  # NOTE [device storage]
-            from .cuda.pointwise import compare
+            from .cuda.pointwise import compare  # lazy: the CUDA path loads on first use
 
             return write_out(compare(op, (input, o)), out, name, inputs=(input, other))
         try:
@@ -119,7 +119,7 @@ def _unary_nograd(op):
     def f(input, *, out=None):
         x = _t(input, name)
         if type(x._data) is DeviceArray:  # NOTE [device storage]
-            from .cuda.pointwise import compare
+            from .cuda.pointwise import compare  # lazy: the CUDA path loads on first use
 
             return write_out(compare(op, (x,)), out, name, inputs=(input,))
         return write_out(_make(np.asarray(uf(x._data))), out, name, inputs=(input,))

@@ -470,7 +470,7 @@ def _zeros(meta, like=None):
     the same node) when given."""
     shape, dtype = meta
     if like is not None and type(like._data) is DeviceArray:
-        from .transfer import zeros_on
+        from .transfer import zeros_on  # lazy: the CUDA path loads on first use
 
         return Tensor._make(zeros_on(shape, dtype.np, like.device))
     return Tensor._make(np.zeros(shape, dtype.np))

@@ -21,7 +21,7 @@ def move(arr, device):
         return arr if device.type == "cuda" else arr.to_host()
     if device.type == "cpu":
         return arr
-    from ..kernels.cuda.array import from_host
+    from ..kernels.cuda.array import from_host  # lazy: the CUDA path loads on first use
 
     return from_host(arr)
 
@@ -35,8 +35,8 @@ def on_device(arr, like):
 
 def zeros_on(shape, npdtype, device):
     if device.type == "cuda":
-        from ..kernels.cuda.array import empty
-        from ..kernels.cuda.elementwise import assign
+        from ..kernels.cuda.array import empty  # lazy: the CUDA path loads on first use
+        from ..kernels.cuda.elementwise import assign  # lazy: the CUDA path loads on first use
 
         return assign(empty(shape, npdtype), 0)
     return np.zeros(shape, npdtype)

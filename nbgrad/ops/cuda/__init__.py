@@ -17,7 +17,7 @@ def xp_of(a):
     """numpy for a numpy array; for a CUDA array the same-named functions of ``xp.py``."""
     if type(a) is np.ndarray:
         return np
-    from . import xp
+    from . import xp  # lazy: the CUDA path loads on first use
 
     return xp
 
@@ -26,7 +26,7 @@ def kernel_for(a, k):
     """The CPU kernel ``k`` for a numpy ``a``, its CUDA twin for a CUDA ``a``."""
     if type(a) is not DeviceArray:
         return k
-    from .xp import kernel
+    from .xp import kernel  # lazy: the CUDA path loads on first use
 
     return kernel(a, k)
 

@@ -35,7 +35,7 @@ def _operand(x, batch):
 def matmul(a, b):
     """``a @ b`` for CUDA arrays with numpy's rules; raises ValueError when the shapes do not
     fit (the callers check shapes first and raise PyTorch's messages)."""
-    from ...kernels.cuda.linalg import matmul_t_cuda
+    from ...kernels.cuda.linalg import matmul_t_cuda  # lazy: the CUDA path loads on first use
 
     if type(a) is not DeviceArray or type(b) is not DeviceArray:
         raise same_device_error(CUDA0, CPU)
@@ -46,7 +46,7 @@ def matmul(a, b):
         b = b.reshape(b.shape[0], 1)
     if a.shape[-1] != b.shape[-2]:
         raise ValueError("matmul: mismatch %s @ %s" % (a.shape, b.shape))
-    from .. import shape as _shape
+    from .. import shape as _shape  # lazy: the CUDA path loads on first use
 
     batch = _shape.broadcast_shape([a.shape[:-2], b.shape[:-2]])
     m, n = a.shape[-2], b.shape[-1]
@@ -70,6 +70,6 @@ def mm_arrays(a, b):
         return matmul(a, b)
     import numpy as np
 
-    from ..._fpstate import call_quiet
+    from ..._fpstate import call_quiet  # lazy: the CUDA path loads on first use
 
     return call_quiet(np.matmul, (a, b))

@@ -20,8 +20,8 @@ def _dense(a, dtype, shape):
 
 
 def nll(x, target, weight, ignore_index, reduction, smoothing, fused, opdef, shape3, tshape):
-    from ...kernels.cuda.blockred import sum_f64_cuda
-    from .xp import ones
+    from ...kernels.cuda.blockred import sum_f64_cuda  # lazy: the CUDA path loads on first use
+    from .xp import ones  # lazy: the CUDA path loads on first use
 
     device_of(x, target, weight)
     outer, C, inner = shape3

@@ -61,8 +61,8 @@ def _run(tag, params, expr, cd, values, out_dt, param_types, inputs):
 
 def pointwise(op, inputs, attrs=()):
     """``dispatch.pointwise`` for operands of which at least one is a CUDA tensor."""
-    from ..dispatch import pointwise_dtype
-    from ..formula import pointwise_jvp
+    from ..dispatch import pointwise_dtype  # lazy: the CUDA path loads on first use
+    from ..formula import pointwise_jvp  # lazy: the CUDA path loads on first use
 
     dt = pointwise_dtype(op, inputs)
     _not_complex(dt)

@@ -280,7 +280,7 @@ def _nll_vjp_cuda(node, g, x, ta, wa, reduction, total_w):
         gscale = None
     else:
         gscale = (1.0 / total_w if total_w else float("nan")) if reduction == "mean" else 1.0
-    from ..cuda.loss import nll_vjp
+    from ..cuda.loss import nll_vjp  # lazy: the CUDA path loads on first use
 
     return nll_vjp(node, g, x, ta, wa, gscale)
 
@@ -290,7 +290,7 @@ def _nll(x, target, weight, ignore_index, reduction, smoothing, fused, opdef):
     shape3, t3 = _check_nll(x, target, weight, ignore_index)
     tshape = tuple(target.shape) if x.ndim > 1 else ()
     if type(x._data) is DeviceArray or type(target._data) is DeviceArray:
-        from ..cuda.loss import nll
+        from ..cuda.loss import nll  # lazy: the CUDA path loads on first use
 
         return nll(
             x, target, weight, ignore_index, reduction, smoothing, fused, opdef, shape3, tshape
