@@ -25,8 +25,8 @@ def mode(request, monkeypatch):
     return request.param
 
 
-def same(got, want, rtol=0.0):
-    """Equal NaN and +-inf patterns, finite values within ``rtol`` (exact when 0)."""
+def same(got, want, rtol=0.0, atol=0.0):
+    """Equal NaN and +-inf patterns, finite values within ``rtol``/``atol`` (exact when 0)."""
     got = np.asarray(got)
     want = np.asarray(want)
     assert got.shape == want.shape and got.dtype == want.dtype
@@ -36,7 +36,7 @@ def same(got, want, rtol=0.0):
         fin = np.isfinite(want)
         if got.dtype.kind == "f":
             assert np.array_equal(got[np.isinf(got)], want[np.isinf(want)])
-        np.testing.assert_allclose(got[fin], want[fin], rtol=rtol, atol=0)
+        np.testing.assert_allclose(got[fin], want[fin], rtol=rtol, atol=atol)
     else:
         np.testing.assert_array_equal(got, want)
 

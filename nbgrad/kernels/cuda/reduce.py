@@ -21,7 +21,9 @@ Integer sums and products keep shared memory in the output's dtype (a kernel per
 overflows in one order and not the other may differ (rounding otherwise).
 
 No kernel divides by zero (the simulator would raise Python's ZeroDivisionError where the CPU
-twin's numpy error model gives inf/NaN): those cases are selected explicitly.
+twin's numpy error model gives inf/NaN): those cases are selected explicitly.  Accumulators
+start as ``float64(0.0)``, not ``0.0``: under the simulator a Python float is NumPy 2's "weak"
+scalar, so ``0.0 + float32`` would stay float32 there (on a GPU both are float64).
 """
 
 import functools
@@ -391,7 +393,7 @@ def _lse_b(x, out):
                 acc += math.exp(x[o, k, i] - m)
         s = _bsum(sm, acc)
         if cuda.threadIdx.x == 0:
-            out[o, i] = math.log(s) + m if fin else m
+            out[o, i] = float64(math.log(s)) + m if fin else m
 
 
 @cuda.jit
@@ -411,7 +413,7 @@ def _lse_c(x, out):
         s = float64(0.0)
         for k in range(n):
             s += math.exp(x[o, k, i] - m)
-        out[o, i] = math.log(s) + m
+        out[o, i] = float64(math.log(s)) + m  # float64 (a Python float would round to x's type)
 
 
 @cuda.jit

@@ -24,12 +24,12 @@ __all__ = ["softmax_fwd_cuda", "softmax_bwd_cuda"]
 @cuda.jit(device=True)
 def _log(s):
     """log of a non-negative float64 sum (or NaN): log(0) = -inf."""
-    return -math.inf if s == 0.0 else math.log(s)
+    return float64(-math.inf) if s == 0.0 else float64(math.log(s))  # float64 in the simulator too
 
 
 @cuda.jit(device=True)
 def _inv(s):
-    return math.inf if s == 0.0 else 1.0 / s
+    return float64(math.inf) if s == 0.0 else float64(1.0) / s
 
 
 @cuda.jit(device=True)
