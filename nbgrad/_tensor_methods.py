@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 
 from . import _flags, creation, cuda as _cuda_mod, dtypes as _dt, random as _random
+from ._devarray import DeviceArray
 from ._tensor import Tensor
 from .autograd.dual import set_tangent, tangent_of
 from .autograd.inplace import check_inplace, inplace, setitem
@@ -113,25 +114,39 @@ def _check_bool(self, other, name):
 def _and(self, other):
     _check_bool(self, other, "bitwise_and")
     o = other._data if isinstance(other, Tensor) else other
+    if type(self._data) is not np.ndarray or type(o) is DeviceArray:
+        return _bitwise_cuda(self, other, "x & y")
     return _make(np.asarray(np.bitwise_and(self._data, o)))
 
 
 def _or(self, other):
     _check_bool(self, other, "bitwise_or")
     o = other._data if isinstance(other, Tensor) else other
+    if type(self._data) is not np.ndarray or type(o) is DeviceArray:
+        return _bitwise_cuda(self, other, "x | y")
     return _make(np.asarray(np.bitwise_or(self._data, o)))
 
 
 def _xor(self, other):
     _check_bool(self, other, "bitwise_xor")
     o = other._data if isinstance(other, Tensor) else other
+    if type(self._data) is not np.ndarray or type(o) is DeviceArray:
+        return _bitwise_cuda(self, other, "x ^ y")
     return _make(np.asarray(np.bitwise_xor(self._data, o)))
 
 
 def _invert(self):
     if self._dtype.is_inexact:
         raise RuntimeError("bitwise_not is only supported for integer and boolean tensors")
+    if type(self._data) is DeviceArray:
+        return _bitwise_cuda(self, None, "x == 0" if self._dtype is _dt.bool else "~x")
     return _make(np.asarray(np.invert(self._data)))
+
+
+def _bitwise_cuda(a, b, expr):
+    from .ops.cuda.pointwise import bitwise  # lazy: the CUDA path loads on first use
+
+    return bitwise(a, b, expr)
 
 
 def _inplace_op(fn):

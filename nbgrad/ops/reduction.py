@@ -17,6 +17,7 @@ from ..grad_mode import STATE, no_grad
 from ..kernels.cpu import reduce as K
 from ..kernels.cuda import twin
 from ..kernels.cuda.array import DeviceArray, empty as cuda_empty
+from .cuda import kernel_for, xp_of
 from .pointwise_fns import abs as _abs, conj, maximum, minimum, sign, where
 from .registry import FUNCTION, INPLACE, LINEAR, METHOD, OUT, op
 from .shape import cat
@@ -83,6 +84,11 @@ def _run(kernel, a, dims, keepdim, out_dtype, *extra):
     return out.reshape(out_shape(a.shape, dims, keepdim)), x3
 
 
+def _arr(a):
+    """``a`` as an array: numpy's for scalars and numpy arrays, a CUDA array as it is."""
+    return a if type(a) is DeviceArray else np.asarray(a)
+
+
 def _filled(shape, value, like):
     """A new array of ``shape`` holding ``value``, of ``like``'s dtype and on its device."""
     if type(like) is DeviceArray:
@@ -90,6 +96,12 @@ def _filled(shape, value, like):
         out[...] = value
         return out
     return np.full(shape, value, like.dtype)
+
+
+def _sqrt(a):
+    from ..kernels.cuda.elementwise import run  # lazy: the CUDA path loads on first use
+
+    return run("array_sqrt", ("x",), "sqrt(x)", a.dtype.name, (a,))
 
 
 def _compute_arr(x):
@@ -251,7 +263,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     else:
         r = r / a.dtype.type(n) if n else r
     return mean.op.record(
-        np.asarray(r).astype(d.np, copy=False),
+        _arr(r).astype(d.np, copy=False),
         (x,),
         overload=dim is not None,
         attrs=(x._data.shape, dims, keepdim, n),
@@ -342,7 +354,9 @@ def _evenly_select_vjp(node, grads):
     out = node.unpack("out")
     g = _grad_to(grads[0], shape, dims, keepdim)
     o = _unsqueeze_to(out, shape, dims, keepdim)
-    mask = x.isnan() if bool(np.isnan(out._data).any()) else x == o
+    oa = out._data
+    has_nan = bool(np.isnan(oa).any()) if type(oa) is np.ndarray else out.isnan().any().item()
+    mask = x.isnan() if has_nan else x == o
     count = mask.sum(dim=dims, keepdim=True)
     return (where(mask, g / count, 0.0),)
 
@@ -463,12 +477,17 @@ def _max_min(input, dim, keepdim, take_max, other, opdef):
         vals = input._data.copy()
     else:
         idx = _argext(input, d, keepdim, take_max)
-        vals = np.take_along_axis(input._data, idx if keepdim else np.expand_dims(idx, d), d)
-        if not keepdim:
-            vals = vals.squeeze(d)
+        if type(idx) is DeviceArray:  # the values by the max kernel (NaN first, as argmax)
+            a = _compute_arr(input)
+            vals, _ = _run(K.amax_fwd_cpu, a, (d,), keepdim, a.dtype, take_max)
+            vals = vals.astype(input._data.dtype, copy=False)
+        else:
+            vals = np.take_along_axis(input._data, idx if keepdim else np.expand_dims(idx, d), d)
+            if not keepdim:
+                vals = vals.squeeze(d)
     idx_t = _make(idx)
     vals = opdef.record(
-        np.asarray(vals, order="C"),  # not ascontiguousarray: that makes a 0-d result 1-d
+        _arr(vals).copy() if type(vals) is DeviceArray else np.asarray(vals, order="C"),
         (input,),
         overload="dim",
         attrs=(input._data.shape, d, keepdim),
@@ -599,11 +618,11 @@ def _var_std(x, dim, unbiased, keepdim, correction, take_sqrt, opdef):
         if r is None:
             r = _filled(out_shape(x._data.shape, dims, keepdim), np.nan, a)
     if take_sqrt:
-        r = np.sqrt(r)
+        r = np.sqrt(r) if type(r) is not DeviceArray else _sqrt(r)
     full = dim is None or x._data.ndim == 0
     odt = x._dtype.to_real() if x._dtype.is_complex else x._dtype
     return opdef.record(
-        np.asarray(r).astype(odt.np, copy=False),
+        _arr(r).astype(odt.np, copy=False),
         (x,),
         attrs=(x._data.shape, dims, keepdim, n, c, full),
     )
@@ -740,7 +759,7 @@ def logsumexp(input, dim, keepdim=False):
     if r is None:
         r = _filled(out_shape(x._data.shape, dims, keepdim), -np.inf, a)
     return logsumexp.op.record(
-        np.asarray(r).astype(x._data.dtype, copy=False), (x,), attrs=(x._data.shape, dims, keepdim)
+        _arr(r).astype(x._data.dtype, copy=False), (x,), attrs=(x._data.shape, dims, keepdim)
     )
 
 
@@ -774,26 +793,24 @@ def cumsum(input, dim, *, dtype=None):
     if a.ndim == 0:
         r = a.copy()
     else:
+        xp = xp_of(a)
         x3 = to3d(a, (d,))
-        o3 = np.empty_like(x3)
+        o3 = xp.empty_like(x3)
         if x3.size:
             # PyTorch's CPU accumulator (acc_type): double for float32, complex<double> for
             # complex64; each partial sum is rounded to the result dtype on its own
             acc = {np.float32: np.float64, np.complex64: np.complex128}.get(a.dtype.type)
-            K.cumsum_fwd_cpu(x3, o3, (acc or a.dtype.type)(0))
-        keep = [k for k in range(a.ndim) if k != d]
-        if x3.shape[2] == 1 and keep != list(range(a.ndim - 1)):
-            r = o3.reshape([a.shape[k] for k in keep] + [a.shape[d]])
-            r = np.moveaxis(r, -1, d)
-        else:
-            r = o3.reshape(a.shape)
+            kernel_for(a, K.cumsum_fwd_cpu)(x3, o3, (acc or a.dtype.type)(0))
+        r = _scan_back(o3, a.shape, d, x3)
     with np.errstate(over="ignore"):  # float16 partial sums beyond its range: inf, quietly
-        r = np.asarray(r, order="C").astype(od.np, copy=False)  # (a 0-d result stays 0-d)
+        r = xp_of(r).asarray(r, order="C").astype(od.np, copy=False)  # (0-d stays 0-d)
     return cumsum.op.record(r, (x,), attrs=(d,))
 
 
 @op("all", "reduction", variants=FM)
 def all(input, dim=None, keepdim=False):  # noqa: A001
+    if type(input._data) is DeviceArray:
+        return _logical_reduce(input, dim, keepdim, True)
     if dim is None:
         return _make(np.asarray(np.all(input._data)))
     axis = _dims(dim, input._data.ndim)
@@ -804,12 +821,36 @@ def all(input, dim=None, keepdim=False):  # noqa: A001
 
 @op("any", "reduction", variants=FM)
 def any(input, dim=None, keepdim=False):  # noqa: A001
+    if type(input._data) is DeviceArray:
+        return _logical_reduce(input, dim, keepdim, False)
     if dim is None:
         return _make(np.asarray(np.any(input._data)))
     axis = _dims(dim, input._data.ndim)
     if input._data.ndim == 0:  # dim 0 or -1 of a 0-d tensor: itself
         axis = None
     return _make(np.asarray(np.any(input._data, axis=axis, keepdims=keepdim)))
+
+
+def _logical_reduce(x, dim, keepdim, is_all):
+    """all / any of a CUDA tensor: the min / max kernel over its truth values (NaN counts as
+    true, as ``bool(nan)``)."""
+    dims = _dims(dim, x._data.ndim) if dim is not None and x._data.ndim else ()
+    from ..kernels.cuda.elementwise import run  # lazy: the CUDA path loads on first use
+
+    t = run(
+        "truth",
+        ("x",),
+        "x != 0",
+        "float64" if x._dtype.is_inexact else "int64",
+        (x._data,),
+        out_dtype=np.float64,
+    )
+    if dim is None:
+        dims = tuple(range(t.ndim))
+    r, _ = _run(K.amax_fwd_cpu, t, dims, keepdim and dim is not None, t.dtype, not is_all)
+    if r is None:  # an empty reduction: all() is True, any() is False
+        r = _filled(out_shape(t.shape, dims, keepdim and dim is not None), float(is_all), t)
+    return _make(r.astype(np.bool_))
 
 
 # -- second tier: cumprod, var_mean, std_mean --------------------------------------------------
@@ -819,7 +860,7 @@ def _scan_back(o3, shape, d, x3):
     """A scan result over ``to3d(a, (d,))`` (``x3``) back in ``a``'s shape (``shape``)."""
     keep = [k for k in range(len(shape)) if k != d]
     if x3.shape[2] == 1 and keep != list(range(len(shape) - 1)):
-        return np.moveaxis(o3.reshape([shape[k] for k in keep] + [shape[d]]), -1, d)
+        return xp_of(o3).moveaxis(o3.reshape([shape[k] for k in keep] + [shape[d]]), -1, d)
     return o3.reshape(shape)
 
 
@@ -831,11 +872,12 @@ def _cumprod_array(a, d):
     for float32, complex128 for complex64, int64 for integers)."""
     if a.ndim == 0:
         return a.copy()
+    xp = xp_of(a)
     x3 = to3d(a, (d,))
-    o3 = np.empty(x3.shape, a.dtype)
+    o3 = xp.empty(x3.shape, a.dtype)
     if x3.size:
-        K.cumprod_fwd_cpu(x3, o3, _WIDE.get(a.dtype.kind, np.int64)(1))
-    return np.asarray(_scan_back(o3, a.shape, d, x3), order="C")
+        kernel_for(a, K.cumprod_fwd_cpu)(x3, o3, _WIDE.get(a.dtype.kind, np.int64)(1))
+    return xp.asarray(_scan_back(o3, a.shape, d, x3), order="C")
 
 
 def _reversed_cumsum(t, d):
@@ -853,9 +895,10 @@ def _cumprod_vjp(node, grads):
         return (g,)
     out = node.unpack("out")
     xc, oc = conj(x), conj(out)
-    if not np.any(x._data == 0):
+    xa = x._data
+    if not (np.any(xa == 0) if type(xa) is np.ndarray else (x == 0).any().item()):
         return (_reversed_cumsum(oc * g, d) / xc,)
-    if not STATE.enabled:
+    if not STATE.enabled and type(xa) is np.ndarray:
         a = [np.conj(t) if t.dtype.kind == "c" else t for t in (x._data, out._data)]
         wide = _WIDE.get(g._data.dtype.kind, g._data.dtype.type)
         x3, y3, g3 = (to3d(np.asarray(t, wide), (d,)) for t in (a[0], a[1], g._data))

@@ -20,6 +20,7 @@ from ..device import check_device
 from ..grad_mode import STATE
 from ..kernels.cuda.array import DeviceArray
 from . import transfer
+from .cuda import device_of
 from .registry import FUNCTION, INPLACE, LINEAR, METHOD, OUT, internal_op, new_node, op
 
 _make = Tensor._make
@@ -847,6 +848,11 @@ def cat(tensors, dim=0):
                 )
         total += s[d]
     shape = ref.shape[:d] + (total,) + ref.shape[d + 1 :]
+    if type(ref) is DeviceArray:  # NOTE [device storage]
+        device_of(*valid)
+        out = _cuda_shape().cat([t._data for t in valid], d, shape, dt.np)
+        sizes = [None if _skipped(t) else t._data.shape[d] for t in tensors]
+        return cat.op.record(out, tensors, attrs=(d, sizes))
     out = _new(shape, dt)  # contiguous, as PyTorch (no channels_last in nbgrad)
     if out.size:
         np.concatenate([t._data for t in valid], axis=d, out=out, casting="unsafe")
@@ -881,6 +887,10 @@ def stack(tensors, dim=0):
         if t._dtype is not t0:
             dt = _dt.promote_types(dt, t._dtype)
     s = tensors[0]._data.shape
+    if type(tensors[0]._data) is DeviceArray:  # NOTE [device storage]
+        device_of(*tensors)
+        out = _cuda_shape().stack([t._data for t in tensors], d, dt.np)
+        return stack.op.record(out, tensors, attrs=(d,))
     if d == 0 and dt is t0:
         # NOTE [per-op cost]: np.array of same-dtype arrays is a contiguous stack in ~0.4 us
         # (np.stack, a Python function: ~3.5 us)
@@ -914,6 +924,8 @@ def flip(input, *dims_args, dims=None):
         )
     a = input._data
     dims = _wrap_dims(dims if isinstance(dims, (list, tuple)) else (dims,), a.ndim)
+    if type(a) is DeviceArray:  # NOTE [device storage]
+        return flip.op.record(_cuda_shape().flip(a, dims), (input,), attrs=(dims,))
     out = np.flip(a, dims).copy(order="K") if a.ndim else a.copy()  # always a new tensor
     if out.strides != a.strides:  # PyTorch: empty_like(input), preserve_format
         out = _like_layout(out, a)
@@ -939,7 +951,8 @@ def _roll_array(a, shifts, dims):
     d = dims[0]
     if a.ndim == 0:
         raise IndexError("Dimension specified as %d but tensor has no dimensions" % d)
-    r = np.roll(a, shifts[0], _wrap_dim(d, a.ndim))
+    d = _wrap_dim(d, a.ndim)
+    r = np.roll(a, shifts[0], d) if type(a) is np.ndarray else _cuda_shape().roll(a, shifts[0], d)
     return _roll_array(r, shifts[1:], dims[1:]) if len(dims) > 1 else r
 
 
@@ -951,6 +964,9 @@ def roll(input, shifts, dims=None):
     if not shifts:
         raise RuntimeError("`shifts` required")
     if not dims and len(shifts) == 1:  # the flattened tensor rolls
+        if type(a) is DeviceArray:
+            arr = _cuda_shape().roll(a.reshape(a.size), shifts[0], 0).reshape(a.shape)
+            return roll.op.record(arr, (input,), attrs=(shifts, None))
         arr = np.roll(np.ascontiguousarray(a).reshape(-1), shifts[0]).reshape(a.shape)
         return roll.op.record(arr, (input,), attrs=(shifts, None))
     if len(shifts) != len(dims):
@@ -958,7 +974,7 @@ def roll(input, shifts, dims=None):
             "shifts and dimensions must align. shifts: %d, dims:%d" % (len(shifts), len(dims))
         )
     r = _roll_array(a, shifts, dims)
-    arr = preserve_array(a) if a.size == 0 else _contig(r)
+    arr = preserve_array(a) if a.size == 0 else (_contig(r) if type(r) is np.ndarray else r)
     wdims = tuple(_wrap_dim(d, a.ndim) for d in dims) if a.size else tuple(dims)
     return roll.op.record(arr, (input,), attrs=(shifts, wdims))
 
@@ -1014,7 +1030,12 @@ def _tri_vjp(node, grads):
 def tril(input, diagonal=0):
     if input._data.ndim < 2:
         raise RuntimeError("tril: input tensor must have at least 2 dimensions")
-    arr = _contig(np.tril(input._data, diagonal))
+    a = input._data
+    arr = (
+        _contig(np.tril(a, diagonal))
+        if type(a) is np.ndarray
+        else _cuda_shape().tri(a, diagonal, False)
+    )
     return tril.op.record(arr, (input,), attrs=(False, diagonal))
 
 
@@ -1029,7 +1050,12 @@ def tril(input, diagonal=0):
 def triu(input, diagonal=0):
     if input._data.ndim < 2:
         raise RuntimeError("triu: input tensor must have at least 2 dimensions")
-    arr = _contig(np.triu(input._data, diagonal))
+    a = input._data
+    arr = (
+        _contig(np.triu(a, diagonal))
+        if type(a) is np.ndarray
+        else _cuda_shape().tri(a, diagonal, True)
+    )
     return triu.op.record(arr, (input,), attrs=(True, diagonal))
 
 
@@ -1052,6 +1078,12 @@ def contiguous(input, memory_format=None):
     if input._data.flags.c_contiguous:
         return input
     return contiguous.op.record(_dense_copy(input._data), (input,))
+
+
+def _cuda_shape():
+    from .cuda import shape as cuda_shape  # lazy: the CUDA path loads on first use
+
+    return cuda_shape
 
 
 def _dense_copy(a):
@@ -1124,7 +1156,9 @@ def repeat(input, *sizes):
             raise RuntimeError(
                 "Trying to create tensor with negative dimension %d: %s" % (s, list(target))
             )
-    if 0 in target:
+    if type(a) is DeviceArray:  # NOTE [device storage]
+        arr = _cuda_shape().tile(a, reps, target) if reps else a.copy()
+    elif 0 in target:
         arr = _alloc(np.empty, target, input._dtype)
     else:
         arr = _alloc(

@@ -21,10 +21,11 @@ def from_host(arr):
     """A device copy of a numpy array (C order)."""
     from numba import cuda
 
+    shape = np.shape(arr)  # (np.ascontiguousarray makes a 0-d array 1-d)
     a = np.ascontiguousarray(arr)
     if a.size == 0:
-        return empty(a.shape, a.dtype)
-    return DeviceArray(cuda.to_device(a.reshape(-1)), a.shape)
+        return empty(shape, a.dtype)
+    return DeviceArray(cuda.to_device(a.reshape(-1)), shape)
 
 
 def wrap(devarr):

@@ -97,6 +97,16 @@ def compare(op, inputs):
     return _make(_run(op.name, params, COMPARE_FORMULAS[op.name], cd, values, out_dt, {}, inputs))
 
 
+def bitwise(a, b, expr):
+    """``&``, ``|``, ``^`` (``b`` a tensor or Python int/bool) and ``~`` (``b`` None) of
+    integer/bool CUDA tensors, in the promoted dtype."""
+    inputs = (a,) if b is None else (a, b)
+    dt = _dt.result_type(*inputs) if b is not None else a._dtype
+    values = arrays_on_device(inputs, scalars_ok=True)
+    params = ("x", "y")[: len(inputs)]
+    return _make(_run("bitwise", params, expr, dt, values, dt, {}, inputs))
+
+
 def vjp_arrays(op, node, g, plan):
     """The fused backward of a pointwise op on device arrays (``formula._vjp_arrays``)."""
     attrs, cd = node.attrs
