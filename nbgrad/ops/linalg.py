@@ -10,6 +10,7 @@ from .._tensor import Tensor
 from ..autograd.batching import BATCH, batched, lead
 from ..creation import contiguous_strides, zeros
 from ..grad_mode import STATE
+from ..kernels.cuda.array import DeviceArray
 from .cuda.linalg import mm_arrays
 from .registry import COMPOSITE, FUNCTION, LINEAR, METHOD, OUT, internal_op, op
 from .shape import broadcast_shape, restride
@@ -566,7 +567,7 @@ def _diag_embed_vjp(node, grads):
 @internal_op("einsum_diag_embed", "linalg", node="DiagonalBackwardBackward0", vjp=_diag_embed_vjp)
 def _diag_embed(g, shape, labels):
     """Zeros of ``shape`` with ``g`` on the diagonal over ``labels`` (the diagonal's adjoint)."""
-    out = zeros(shape, dtype=g.dtype)._data
+    out = zeros(shape, dtype=g.dtype, device=g.device)._data
     dshape, st, _ = _diag_geometry(shape, contiguous_strides(shape), labels)
     restride(out, dshape, st)[...] = g._data
     return _diag_embed.op.record(out, (g,), attrs=(labels,))
@@ -650,10 +651,16 @@ def einsum(*args):
                 "expected scalar type %s but found %s" % (dt._legacy, o._dtype._legacy)
             )
     arrs = [o._data for o in operands]
-    arr = np.einsum("%s->%s" % (",".join(ins), rhs), *arrs, optimize=len(arrs) > 2)
-    arr = np.asarray(arr)
-    if not arr.flags.c_contiguous:
-        arr = np.ascontiguousarray(arr)
+    if any(type(a) is DeviceArray for a in arrs):  # NOTE [device storage]
+        from .cuda import device_of, einsum as cuda_einsum  # lazy: the CUDA path
+
+        device_of(*operands)
+        arr = cuda_einsum.einsum(ins, rhs, arrs)
+    else:
+        arr = np.einsum("%s->%s" % (",".join(ins), rhs), *arrs, optimize=len(arrs) > 2)
+        arr = np.asarray(arr)
+        if not arr.flags.c_contiguous:
+            arr = np.ascontiguousarray(arr)
     raw = einsum.op.record(
         arr,
         operands,

@@ -511,6 +511,22 @@ def floor_divide(input, other, *, out=None):
     dt = _dt.result_type(input, o)
     if dt.is_complex:
         raise NotImplementedError("\"div_floor_cpu\" not implemented for '%s'" % dt._legacy)
+    if type(input._data) is DeviceArray or type(getattr(o, "_data", None)) is DeviceArray:
+        from .cuda.pointwise import compare  # lazy: the CUDA path loads on first use
+
+        zero = bool((o == 0).any()) if isinstance(o, Tensor) else o == 0
+        if not dt.is_inexact and zero:
+            raise RuntimeError("ZeroDivisionError")
+        r = compare(R["floor_divide"], (input, o))._data
+    else:
+        r = _floor_divide_host(input, o, dt)
+    if dt.is_inexact and needs_grad((input, o)):  # PyTorch: a node whose backward raises
+        res = result(r, "torch::autograd::NotImplemented", (input, o), _floor_divide_vjp)
+        return write_out(res, out, "floor_divide", inputs=(input, other))
+    return write_out(_make(r), out, "floor_divide", inputs=(input, other))
+
+
+def _floor_divide_host(input, o, dt):
     a = input._data if input._data.dtype == dt.np else cast(input._data, dt.np)
     b = o
     if isinstance(o, Tensor):
@@ -525,10 +541,7 @@ def floor_divide(input, other, *, out=None):
     r = np.asarray(r).astype(dt.np, copy=False)
     if r.ndim > 1 and any_strided((a, b)):
         r = torch_layout(r, (a, b))  # a TensorIterator result in PyTorch
-    if dt.is_inexact and needs_grad((input, o)):  # PyTorch: a node whose backward raises
-        res = result(r, "torch::autograd::NotImplemented", (input, o), _floor_divide_vjp)
-        return write_out(res, out, "floor_divide", inputs=(input, other))
-    return write_out(_make(r), out, "floor_divide", inputs=(input, other))
+    return r
 
 
 def _floor_divide_vjp(node, grads):
@@ -537,16 +550,27 @@ def _floor_divide_vjp(node, grads):
 
 @op("equal", "compare", variants=(FUNCTION, METHOD))
 def equal(input, other):
+    if type(input._data) is DeviceArray or type(other._data) is DeviceArray:
+        from .cuda import device_of  # lazy: the CUDA path loads on first use
+
+        device_of(input, other)
+        return input._data.shape == other._data.shape and bool((input == other).all())
     return input._data.shape == other._data.shape and bool(np.array_equal(input._data, other._data))
 
 
 @op("allclose", "compare", variants=(FUNCTION, METHOD))
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    if type(input._data) is DeviceArray or type(other._data) is DeviceArray:
+        return bool(isclose(input, other, rtol, atol, equal_nan).all())
     return bool(np.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
 @op("isclose", "compare", variants=(FUNCTION, METHOD))
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    if type(input._data) is DeviceArray or type(other._data) is DeviceArray:
+        from .cuda.pointwise import isclose as cuda_isclose  # lazy: the CUDA path
+
+        return cuda_isclose(input, other, rtol, atol, equal_nan)
     return _make(np.isclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 

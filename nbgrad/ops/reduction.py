@@ -444,7 +444,7 @@ def _select_vjp(node, grads):
     if not keepdim:
         g = g.unsqueeze(dim)
         idx = idx.unsqueeze(dim)
-    return (zeros(*shape, dtype=g.dtype).scatter(dim, idx, g),)
+    return (zeros(*shape, dtype=g.dtype, device=g.device).scatter(dim, idx, g),)
 
 
 def _argext(x, dim, keepdim, take_max):

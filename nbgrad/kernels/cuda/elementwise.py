@@ -99,6 +99,10 @@ def _module(tag, params, kinds, expr, dtype, param_types):
     return m
 
 
+class BroadcastError(ValueError):
+    """Operand shapes that do not broadcast (callers raise PyTorch's message)."""
+
+
 def broadcast_shape(shapes):
     nd = max((len(s) for s in shapes), default=0)
     out = [1] * nd
@@ -107,7 +111,7 @@ def broadcast_shape(shapes):
             j = nd - len(s) + i
             if n != 1:
                 if out[j] != 1 and out[j] != n:
-                    raise ValueError("shape mismatch %s" % (shapes,))
+                    raise BroadcastError("shape mismatch %s" % (shapes,))
                 out[j] = n
     return tuple(out)
 
@@ -122,7 +126,7 @@ def run(tag, params, expr, dtype, values, *, out_dtype=None, param_types=None, o
     shapes = [v.shape for v in values if isinstance(v, DeviceArray)]
     shape = broadcast_shape(shapes + ([out.shape] if out is not None else []))
     if out is not None and tuple(out.shape) != shape:
-        raise ValueError("output shape %s, broadcast %s" % (out.shape, shape))
+        raise BroadcastError("output shape %s, broadcast %s" % (out.shape, shape))
     if out is None:
         out = empty(shape, out_dtype or dtype)
     n = math.prod(shape)

@@ -44,6 +44,26 @@ atan2 = math.atan2
 hypot = math.hypot
 
 
+# Under the simulator the kernels run as Python: math.log(0) or math.exp(1000) would raise where
+# the GPU gives -inf / inf, so the simulator binds numpy's functions (IEEE results, same types).
+if cuda.config.ENABLE_CUDASIM:
+    import numpy as _np
+
+    exp, log, log2, log1p, expm1, sqrt = _np.exp, _np.log, _np.log2, _np.log1p, _np.expm1, _np.sqrt
+    sin, cos, tan, tanh, sinh, cosh = _np.sin, _np.cos, _np.tan, _np.tanh, _np.sinh, _np.cosh
+    asin, acos, atan, asinh, acosh, atanh = (
+        _np.arcsin,
+        _np.arccos,
+        _np.arctan,
+        _np.arcsinh,
+        _np.arccosh,
+        _np.arctanh,
+    )
+    floor, ceil, trunc, fabs, fmod = _np.floor, _np.ceil, _np.trunc, _np.fabs, _np.fmod
+    atan2, hypot, copysign = _np.arctan2, _np.hypot, _np.copysign
+    _np.seterr(all="ignore")  # (the GPU raises nothing either)
+
+
 def _device(helper):
     return cuda.jit(device=True, inline="always")(vocab.rebind(helper, globals()))
 

@@ -53,7 +53,7 @@ def _run(tag, params, expr, cd, values, out_dt, param_types, inputs):
         return elementwise.run(
             tag, params, expr, cd.name, values, out_dtype=out_dt.np, param_types=param_types
         )
-    except ValueError:
+    except elementwise.BroadcastError:
         from ..dispatch import broadcast_error  # cycle: dispatch hands over to this module
 
         raise broadcast_error(inputs) from None
@@ -105,6 +105,31 @@ def bitwise(a, b, expr):
     values = arrays_on_device(inputs, scalars_ok=True)
     params = ("x", "y")[: len(inputs)]
     return _make(_run("bitwise", params, expr, dt, values, dt, {}, inputs))
+
+
+_ISCLOSE = (
+    "where(x == y, True, (fabs(x - y) <= atol + rtol * fabs(y)) & (x - x == 0) & (y - y == 0))"
+    " | ((en != 0) & (x != x) & (y != y))"
+)
+
+
+def isclose(a, b, rtol, atol, equal_nan):
+    """numpy's isclose (|x - y| <= atol + rtol * |y|, infinities equal only to themselves,
+    NaN equal to NaN with ``equal_nan``) in the promoted dtype."""
+    dt = _dt.result_type(a, b)
+    values = arrays_on_device((a, b), scalars_ok=True)
+    return _make(
+        _run(
+            "isclose",
+            ("x", "y", "rtol", "atol", "en"),
+            _ISCLOSE,
+            dt,
+            values + [float(rtol), float(atol), float(bool(equal_nan))],
+            _dt.bool,
+            {},
+            (a, b),
+        )
+    )
 
 
 def vjp_arrays(op, node, g, plan):
