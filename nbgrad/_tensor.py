@@ -446,7 +446,37 @@ class Tensor:
         return self._data.__dlpack__(max_version=max_version, dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
+        if type(self._data) is DeviceArray:
+            return (2, self._data.device.index or 0)  # (kDLCUDA, device)
         return (1, 0)  # (kDLCPU, device 0)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """Numba's CUDA Array Interface (version 3) of a CUDA tensor, sharing its memory: how
+        CuPy, PyTorch (``torch.as_tensor``) and Numba read it without a copy.  A CPU tensor
+        has none (AttributeError, as PyTorch's)."""
+        d = self._data
+        if type(d) is not DeviceArray:
+            raise AttributeError(
+                "Can't get __cuda_array_interface__ on non-CUDA tensor type: %s "
+                "If CUDA data is required use tensor.cuda() to copy tensor to device memory."
+                % self.type()
+            )
+        if self._requires_grad:
+            raise RuntimeError(
+                "Can't get __cuda_array_interface__ on Variable that requires grad. "
+                "If gradients aren't required, use var.detach() to get Variable that doesn't "
+                "require grad."
+            )
+        base = d.buf.__cuda_array_interface__["data"][0]
+        return {
+            "shape": d.shape,
+            "typestr": d.dtype.str,
+            "descr": [("", d.dtype.str)],
+            "data": (base + d.offset * d.itemsize if d.size else 0, False),
+            "strides": None if d.is_c_contiguous else d.strides,
+            "version": 3,
+        }
 
     def item(self) -> Any:
         """The value of a one-element tensor as a Python number."""

@@ -185,7 +185,11 @@ class _Loader:
             ml = ml.get(location, location)
         target = ml if ml is not None else location
         if ml is None and not location.startswith("cpu"):
-            if location.startswith("cuda"):
+            from . import cuda  # lazy: nbgrad.cuda loads numba.cuda
+
+            if location.startswith("cuda") and cuda.is_available():
+                pass  # restored where it was saved, as PyTorch
+            elif location.startswith("cuda"):
                 raise RuntimeError(
                     "Attempting to deserialize object on a CUDA device but "
                     "torch.cuda.is_available() is False. If you are running on a CPU-only "
@@ -202,7 +206,7 @@ class _Loader:
                 "%s: cannot map location %r (%s)" % (self.label, target, e)
             ) from None
         check_device(d)
-        return t
+        return t if d.type == "cpu" else t.to(d)
 
     # -- the allow-listed functions -------------------------------------------------------
     def rebuild_tensor(self, storage, offset, size, stride):
@@ -755,13 +759,16 @@ class _Pickler:
         self.op(b")R")
 
     def plain_tensor(self, t, requires_grad):
-        key, offset, strides, numel = self.storage(t._data)
+        data = t._data
+        if type(data) is not np.ndarray:  # a CUDA tensor: a host copy, saved at its device
+            data = data.to_host()
+        key, offset, strides, numel = self.storage(data)
         self.glob("torch._utils", "_rebuild_tensor_v2")
         self.op(b"((")
         self.save("storage")
         self.glob("torch", _STORAGE[t._dtype.name])
         self.save(key)
-        self.save("cpu")
+        self.save("cuda:%d" % (t.device.index or 0) if t.is_cuda else "cpu")
         self.save(numel)
         self.op(b"tQ")  # the persistent id tuple, BINPERSID
         self.save(offset)

@@ -104,11 +104,29 @@ def as_tensor(
         if dtype is None or _dt.as_dtype(dtype) is data._dtype:
             return data
         return data.to(dtype)
+    if hasattr(type(data), "__cuda_array_interface__") and not isinstance(data, Tensor):
+        return _from_cuda_array_interface(data, dtype)  # a CuPy / PyTorch / Numba GPU array
     if _is_dlpack(data):  # shares memory with a torch / CuPy / JAX CPU tensor
         data = _dlpack_array(data)
     if isinstance(data, np.ndarray) and (dtype is None or _dt.as_dtype(dtype).np == data.dtype):
         return from_numpy(data) if data.dtype in _dt._FROM_NP else tensor(data)
     return tensor(data, dtype=dtype, device=device)
+
+
+def _from_cuda_array_interface(obj, dtype=None):
+    """A CUDA tensor sharing ``obj``'s device memory (its ``__cuda_array_interface__``); a
+    non-contiguous array is copied (nbgrad's storage views one flat buffer)."""
+    from numba import cuda  # lazy: numba.cuda only with CUDA data
+
+    from .kernels.cuda.array import wrap  # lazy: the CUDA path loads on first use
+
+    dev = cuda.as_cuda_array(obj)  # shares memory, keeps obj alive
+    if not dev.is_c_contiguous():  # copied into C order (through the host: rare, documented)
+        dev = cuda.to_device(np.ascontiguousarray(dev.copy_to_host()))
+    t = Tensor._make(wrap(dev))
+    if dtype is not None and _dt.as_dtype(dtype) is not t._dtype:
+        t = t.to(dtype)
+    return t
 
 
 def from_dlpack(
@@ -495,6 +513,8 @@ def rand(
     """Uniform samples from ``[0, 1)`` of shape ``size``."""
     d = _float_dtype(dtype, "check_uniform_bounds")
     shape = _shape(size, "rand")
+    if generator is None and as_device(device).type == "cuda":
+        return _device_random(shape, d, device, requires_grad, "uniform", 0.0, 1.0)
     arr = _alloc(_random.rng(generator).random, shape, _dt.float64, itemsize=d.itemsize)
     return _finish(_as(arr, d), device, requires_grad)
 
@@ -509,8 +529,27 @@ def randn(
     """Standard normal samples of shape ``size``."""
     d = _float_dtype(dtype, "normal_kernel_cpu")
     shape = _shape(size, "randn")
+    if generator is None and as_device(device).type == "cuda":
+        return _device_random(shape, d, device, requires_grad, "normal", 0.0, 1.0)
     arr = _alloc(_random.rng(generator).standard_normal, shape, _dt.float64, itemsize=d.itemsize)
     return _finish(_as(arr, d), device, requires_grad)
+
+
+def _device_random(shape, d, device, requires_grad, kind, a, b):
+    """``rand``/``randn`` on a CUDA device: drawn there by the device generator
+    (kernels/cuda/random.py; PyTorch's CUDA numbers differ from its CPU ones too)."""
+    from .kernels.cuda import array as cuda_array, random as cuda_random  # lazy: CUDA path
+
+    check_device(device)
+    cd = np.float32 if d is _dt.float16 else d.np
+    out = cuda_array.empty(shape, cd)
+    if out.size:
+        fill = cuda_random.uniform_cuda if kind == "uniform" else cuda_random.normal_cuda
+        fill(out.dense().reshape(out.size), a, b)
+    t = Tensor._make(out.astype(d.np, copy=False))
+    if requires_grad:
+        t._requires_grad = True
+    return t
 
 
 def _randint_bounds(low, high, d):

@@ -32,8 +32,25 @@ default_generator = Generator()
 
 
 def manual_seed(seed: int) -> Generator:
-    """Seed the default generator (``torch.manual_seed``); returns it."""
-    return default_generator.manual_seed(seed)
+    """Seed the default generator and every CUDA device's (``torch.manual_seed``); returns the
+    CPU generator."""
+    g = default_generator.manual_seed(seed)
+    _seed_cuda(seed)
+    return g
+
+
+def _seed_cuda(seed):
+    """Seed the CUDA generators: now when their module is loaded, else when it loads."""
+    import sys
+
+    mod = sys.modules.get("nbgrad.kernels.cuda.random")
+    if mod is not None:
+        mod.manual_seed_all(seed)
+    else:
+        CUDA_SEED[0] = seed
+
+
+CUDA_SEED = [None]  # a seed for the CUDA generators given before they were created
 
 
 def seed() -> int:

@@ -259,6 +259,8 @@ class _Encoder:
         if idx is not None:
             return idx
         arr = t._data
+        if type(arr) is not np.ndarray:  # a CUDA tensor: its data, read back to the host
+            arr = arr.to_host()
         name = t._dtype.name
         if name not in _DTYPES:  # pragma: no cover - every nbgrad dtype is listed
             raise TypeError("nbgrad.save: unsupported dtype %s" % t._dtype)
@@ -268,6 +270,8 @@ class _Encoder:
             "requires_grad": bool(t._requires_grad),
             "kind": "parameter" if isinstance(t, _parameter_class()) else "tensor",
         }
+        if t.is_cuda:
+            entry["device"] = str(t.device)
         idx = self._add_array(arr, entry)
         self._tensor_ids[id(t)] = idx
         self._keep.append(t)
@@ -561,7 +565,7 @@ class _Decoder:
             return t
         e = self.entries[i]
         t = Tensor._make(_native(self.arrays[i]))
-        t = self._map(t)
+        t = self._map(t, str(e.get("device", "cpu")))
         rg = e.get("requires_grad", False) is True and t._dtype.is_inexact
         if e.get("kind") == "parameter":
             t = _parameter_class()(t, requires_grad=rg)
@@ -570,18 +574,28 @@ class _Decoder:
         self.tensors[i] = t
         return t
 
-    def _map(self, t):
+    def _map(self, t, location="cpu"):
+        """``t`` (read into host memory) where ``map_location`` sends a tensor saved at
+        ``location``: by default where it was saved (PyTorch's error when that is CUDA and no
+        CUDA device is available)."""
         ml = self.map_location
-        if ml is None:
-            return t
         if callable(ml) and not isinstance(ml, str):
-            r = ml(t, "cpu")
+            r = ml(t, location)
             return t if r is None else r
         if isinstance(ml, dict):
-            ml = ml.get("cpu")
-            if ml is None:
-                return t
-        d = as_device(ml)
+            ml = ml.get(location, location)
+        target = location if ml is None else ml
+        d = as_device(target)
+        if d.type == "cuda" and ml is None:
+            from . import cuda  # lazy: nbgrad.cuda loads numba.cuda
+
+            if not cuda.is_available():
+                raise RuntimeError(
+                    "Attempting to deserialize object on a CUDA device but "
+                    "torch.cuda.is_available() is False. If you are running on a CPU-only "
+                    "machine, please use torch.load with map_location=torch.device('cpu') to "
+                    "map your storages to the CPU."
+                )
         return t if d.type == "cpu" else t.to(d)
 
     def ndarray(self, node):

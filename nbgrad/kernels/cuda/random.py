@@ -39,6 +39,7 @@ from numba.cuda.random import (
     xoroshiro128p_uniform_float64,
 )
 
+from ... import random as _cpu_random
 from .config import SIM, THREADS, grid
 
 __all__ = [
@@ -119,6 +120,8 @@ class CudaGenerator:
 
 _generators = {}
 _seed_all = [DEFAULT_SEED]
+if _cpu_random.CUDA_SEED[0] is not None:  # nbgrad.manual_seed ran before this module loaded
+    _seed_all[0] = _check_seed(_cpu_random.CUDA_SEED[0])
 
 
 def default_generator(device=None):
