@@ -99,6 +99,12 @@ class DeviceArray:
         f = self.ndim <= 1 and c or self.transpose().is_c_contiguous
         return _Flags(c, f)
 
+    def item(self):
+        """The one element as a Python number (a device-to-host read)."""
+        if self.size != 1:
+            raise ValueError("can only convert an array of size 1 to a Python scalar")
+        return self.to_host().reshape(()).item()
+
     def __len__(self):
         if not self.shape:
             raise TypeError("len() of a 0-d tensor")

@@ -395,5 +395,10 @@ def per_sample(node, grads, fit):
         if all(c is None for c in col):
             outs.append(None)
             continue
-        outs.append(stack([c if c is not None else zeros(*meta[0], dtype=meta[1]) for c in col], 0))
+        dev = next(c for c in col if c is not None).device
+        outs.append(
+            stack(
+                [c if c is not None else zeros(*meta[0], dtype=meta[1], device=dev) for c in col], 0
+            )
+        )
     return tuple(outs)

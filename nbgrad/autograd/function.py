@@ -76,9 +76,9 @@ class BackwardCFunction(Node, FunctionCtx):
         grads = list(grads)
         for i, g in enumerate(grads):
             if g is None and self.materialize_grads:
-                shape, dtype = self._out_meta[i]
+                shape, dtype, device = self._out_meta[i]
                 if shape is not None:
-                    grads[i] = zeros(*shape, dtype=dtype)
+                    grads[i] = zeros(*shape, dtype=dtype, device=device)
         result = _user_backward(self._forward_cls)(self, *grads)
         if not isinstance(result, tuple):
             result = (result,)
@@ -230,9 +230,9 @@ class Function(metaclass=FunctionMeta):
         for i, o in enumerate(outs):
             if not isinstance(o, Tensor):
                 new_outs.append(o)
-                meta.append((None, None))
+                meta.append((None, None, None))
                 continue
-            meta.append((o._data.shape, o._dtype))
+            meta.append((o._data.shape, o._dtype, o.device))
             if id(o) in nondiff:
                 o._requires_grad = False
                 new_outs.append(o)

@@ -636,7 +636,9 @@ def _split_vjp(node, grads):
         if g is None:
             s = list(shape)
             s[dim] = n
-            g = zeros(b + tuple(s), dtype=dtype)
+            g = zeros(
+                b + tuple(s), dtype=dtype, device=next(x for x in grads if x is not None).device
+            )
         parts.append(g)
     return (cat(parts, dim + len(b)),)
 
@@ -746,7 +748,9 @@ def _unbind_vjp(node, grads):
     if not STATE.enabled and not BATCH.dims:  # NOTE [per-node cost]: arrays, no graph
         parts = [g._data if g is not None else None for g in grads]
         ref = next(p for p in parts if p is not None)
-        if all(p is None or (p.dtype == ref.dtype and p.shape == ref.shape) for p in parts):
+        if type(ref) is np.ndarray and all(
+            p is None or (p.dtype == ref.dtype and p.shape == ref.shape) for p in parts
+        ):
             zero = None
             for i, p in enumerate(parts):
                 if p is None:
@@ -755,9 +759,11 @@ def _unbind_vjp(node, grads):
                     parts[i] = zero
             out = np.array(parts) if dim == 0 else np.stack(parts, axis=dim)
             return (_make(out),)
-    b = lead(next(g for g in grads if g is not None))
+    g0 = next(g for g in grads if g is not None)
+    b = lead(g0)
     s = b + shape[:dim] + shape[dim + 1 :]
-    return (stack([g if g is not None else zeros(s, dtype=dtype) for g in grads], dim + len(b)),)
+    z = [g if g is not None else zeros(s, dtype=dtype, device=g0.device) for g in grads]
+    return (stack(z, dim + len(b)),)
 
 
 @op("unbind", "shape", node="UnbindBackward0", vjp=_unbind_vjp, variants=FM, jvp=LINEAR)
@@ -794,7 +800,7 @@ def _cat_vjp(node, grads):
     out, start = [], 0
     for n in sizes:
         if n is None:  # a skipped (0,) input: PyTorch's zeros of its shape
-            out.append(zeros(b + (0,), dtype=g.dtype))
+            out.append(zeros(b + (0,), dtype=g.dtype, device=g.device))
             continue
         out.append(g.narrow(dim, start, n))
         start += n
@@ -1127,7 +1133,7 @@ def _repeat_vjp(node, grads):
     g = grads[0]
     b = lead(g)
     if 0 in reps:  # PyTorch's repeat_backward: zeros (an empty input still sums, in a graph)
-        return (zeros(b + tuple(shape), dtype=g.dtype),)
+        return (zeros(b + tuple(shape), dtype=g.dtype, device=g.device),)
     full = (1,) * (len(reps) - len(shape)) + tuple(shape)
     # (r0, s0, r1, s1, ...) then sum the repeat axes
     split_shape = []
