@@ -280,8 +280,9 @@ def to(self, *args, **kwargs):
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)
     for a in args:
-        if isinstance(a, Tensor):
+        if isinstance(a, Tensor):  # to(other): its dtype and its device
             dtype = a._dtype
+            device = a.device
         elif isinstance(a, (_dt.dtype, type)) or (
             isinstance(a, str) and a.replace("torch.", "") in _dt._NAMES
         ):

@@ -104,13 +104,23 @@ def as_tensor(
         if dtype is None or _dt.as_dtype(dtype) is data._dtype:
             return data
         return data.to(dtype)
-    if hasattr(type(data), "__cuda_array_interface__") and not isinstance(data, Tensor):
-        return _from_cuda_array_interface(data, dtype)  # a CuPy / PyTorch / Numba GPU array
+    if _has_cuda_interface(data):  # a CuPy / PyTorch / Numba GPU array: shared
+        return _from_cuda_array_interface(data, dtype)
     if _is_dlpack(data):  # shares memory with a torch / CuPy / JAX CPU tensor
         data = _dlpack_array(data)
     if isinstance(data, np.ndarray) and (dtype is None or _dt.as_dtype(dtype).np == data.dtype):
         return from_numpy(data) if data.dtype in _dt._FROM_NP else tensor(data)
     return tensor(data, dtype=dtype, device=device)
+
+
+def _has_cuda_interface(obj):
+    """Whether ``obj`` exposes GPU memory (a PyTorch CPU tensor's property raises)."""
+    if isinstance(obj, (Tensor, np.ndarray)) or not hasattr(type(obj), "__cuda_array_interface__"):
+        return False
+    try:
+        return obj.__cuda_array_interface__ is not None
+    except (AttributeError, RuntimeError, TypeError):
+        return False
 
 
 def _from_cuda_array_interface(obj, dtype=None):
