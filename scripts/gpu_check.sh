@@ -18,6 +18,5 @@ if not nbgrad.cuda.is_available():
     raise SystemExit("no CUDA device: nothing to check here (CI runs tests/cuda under the simulator)")
 print("device:", nbgrad.cuda.get_device_name(0))
 PY
-export NBGRAD_CUDA_TESTS=gpu
 python -m pytest tests/cuda -q -p no:warnings
 python scripts/bench_cuda.py

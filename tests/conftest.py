@@ -1,15 +1,27 @@
+import importlib.util
 import os
 
 import pytest
 
 import nbgrad
 
-# tests/cuda runs nbgrad on CUDA: under the simulator (NUMBA_ENABLE_CUDASIM=1 must be set before
-# numba is imported, so the main run starts it in a subprocess: tests/test_cuda_suite.py) or on
-# a GPU when asked for (NBGRAD_CUDA_TESTS=gpu, scripts/gpu_check.sh).  Otherwise it is not
-# collected: numba.cuda in this process is the real driver.
-if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1" and os.environ.get("NBGRAD_CUDA_TESTS") != "gpu":
+# tests/cuda runs nbgrad on CUDA (marker ``cuda``): under the simulator (NUMBA_ENABLE_CUDASIM=1
+# must be set before numba is imported, so the main run starts that in a subprocess:
+# tests/test_cuda_suite.py) or on a real GPU, where the same tests run in this process
+# (scripts/gpu_check.sh).  Without either they are skipped with the reason.
+_SIM = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+if importlib.util.find_spec("numba_cuda") is None:  # no numba-cuda: nothing there can import
     collect_ignore_glob = ["cuda/*"]
+
+
+def _gpu_reason():
+    if _SIM or nbgrad.cuda.is_available():
+        return ""
+    return (
+        "no CUDA GPU (tests/test_cuda_suite.py runs these under numba's simulator; "
+        "on a GPU: scripts/gpu_check.sh)"
+    )
+
 
 try:  # the oracle is optional: its absence skips oracle tests, never fails them
     import torch  # noqa: F401
@@ -45,6 +57,11 @@ def _default_dtype():
 
 
 def pytest_collection_modifyitems(items):
+    reason = None
     for item in items:
         if "/tests/cuda/" in str(item.fspath).replace(os.sep, "/"):
             item.add_marker(pytest.mark.cuda)
+            if reason is None:
+                reason = _gpu_reason()
+            if reason:
+                item.add_marker(pytest.mark.skip(reason=reason))

@@ -1,7 +1,7 @@
 """Runs tests/cuda -- nbgrad on ``device='cuda'`` -- in a subprocess under numba's CUDA
 simulator.  ``NUMBA_ENABLE_CUDASIM`` must be set before numba is imported, so the folder cannot
 run in this process; the subprocess shares the kernel cache folder of this run.  On a machine
-with a GPU the same folder runs for real with ``NBGRAD_CUDA_TESTS=gpu`` (scripts/gpu_check.sh).
+with a GPU the same folder runs for real in the main run (scripts/gpu_check.sh).
 """
 
 import os
@@ -19,7 +19,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 )
 def test_cuda_folder_passes_under_the_simulator():
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    env.pop("NBGRAD_CUDA_TESTS", None)
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "tests/cuda", "-q", "-p", "no:warnings", "-x"],
         cwd=ROOT,

@@ -1,7 +1,7 @@
 """CUDA tensors as users meet them: devices, copies between devices (differentiable), errors,
 hooks, optimizers, serialization, the device RNG, and small training steps that must give the
 same parameters as on the CPU.  Runs under the simulator (tests/test_cuda_suite.py) or on a GPU
-(``NBGRAD_CUDA_TESTS=gpu``)."""
+(the main run when a GPU is present)."""
 
 import io
 import os

@@ -4,7 +4,8 @@ For every registry op's samples: the same inputs copied to the device, the forwa
 first derivatives (backward of ``sum(out * w)`` for fixed random ``w``) and, where the CPU table
 checks second order, the gradient of ``sum(grad * v)`` built with ``create_graph`` -- all equal
 to the CPU results (float64; float32 forward too).  Runs under the simulator
-(``NUMBA_ENABLE_CUDASIM=1``, tests/test_cuda_suite.py) or on a GPU (``NBGRAD_CUDA_TESTS=gpu``).
+(``NUMBA_ENABLE_CUDASIM=1``, tests/test_cuda_suite.py) or on a GPU (the main run,
+scripts/gpu_check.sh).
 
 ``CUDA_PENDING``: registry ops that do not run on CUDA yet.  Each is a strict xfail, so an op
 that starts working fails here until it leaves the list; ``test_no_op_is_pending`` is the
