@@ -441,6 +441,11 @@ class Tensor:
             raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
         if stream is not None and type(stream) is not int:
             raise TypeError("stream must be ``int`` or ``none``")
+        if type(self._data) is DeviceArray:
+            raise BufferError(
+                "nbgrad: DLPack export of CUDA tensors is not supported yet; share them through "
+                "__cuda_array_interface__ (CuPy, PyTorch and Numba read it without a copy)"
+            )
         if stream is not None and stream != -1:
             raise AssertionError("stream should be None on cpu.")
         return self._data.__dlpack__(max_version=max_version, dl_device=dl_device, copy=copy)

@@ -147,6 +147,8 @@ def from_dlpack(
     (``torch.utils.dlpack.to_dlpack``; a capsule is consumed once).  ``copy=True`` copies,
     ``copy=False`` raises BufferError when sharing is impossible (NumPy's ``from_dlpack``)."""
     check_device(device)
+    if _has_cuda_interface(ext_tensor):  # a CUDA producer: its memory, shared through the
+        return _from_cuda_array_interface(ext_tensor)  # CUDA Array Interface (docs/gpu.md)
     return Tensor._make(_dlpack_array(ext_tensor, copy))
 
 
@@ -182,8 +184,9 @@ def _dlpack_array(obj, copy=None):
     except RuntimeError as e:
         if "device" in str(e).lower():  # a CUDA/ROCm tensor: nbgrad stores data on the CPU
             raise BufferError(
-                "nbgrad.from_dlpack: the DLPack tensor is not in CPU memory (%s); nbgrad tensors "
-                "live on the CPU: move it there first (e.g. .cpu())" % e
+                "nbgrad.from_dlpack: the DLPack tensor is not in CPU memory (%s) and offers no "
+                "__cuda_array_interface__ to read it on the GPU: move it to the CPU first "
+                "(e.g. .cpu())" % e
             ) from None
         raise
     _dt.from_numpy_dtype(arr.dtype)

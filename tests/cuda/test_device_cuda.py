@@ -200,3 +200,18 @@ def test_cuda_array_interface_round_trip():
     y = nbgrad.as_tensor(d)
     y.add_(1)
     assert x.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]  # shared memory
+
+
+def test_dlpack_of_a_cuda_tensor():
+    x = nbgrad.ones(2, device="cuda")
+    assert x.__dlpack_device__() == (2, 0)  # kDLCUDA
+    with pytest.raises(BufferError, match="__cuda_array_interface__"):
+        x.__dlpack__()
+    assert nbgrad.ones(2).__dlpack_device__() == (1, 0)
+
+
+def test_cuda_array_interface_of_a_cpu_tensor_or_one_requiring_grad():
+    with pytest.raises(AttributeError, match="non-CUDA tensor"):
+        nbgrad.ones(2).__cuda_array_interface__  # noqa: B018
+    with pytest.raises(RuntimeError, match="requires grad"):
+        nbgrad.ones(2, device="cuda", requires_grad=True).__cuda_array_interface__  # noqa: B018
