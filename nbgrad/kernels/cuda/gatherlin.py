@@ -469,3 +469,30 @@ def count_nonzero(x):
         return 0
     _, chunks, offs = _scan_counts(x)
     return int(offs[chunks : chunks + 1].copy_to_host()[0])
+
+
+@cuda.jit
+def _mean_div(out, count, extra):
+    for p in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        c = count[p] + extra
+        if c == 0:
+            c = 1
+        out[p] = out[p] / c
+
+
+@cuda.jit
+def _mean_floordiv(out, count, extra):
+    for p in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        c = count[p] + extra
+        if c == 0:
+            c = 1
+        out[p] = out[p] // c
+
+
+def mean_divide(out, count, extra):
+    """scatter_reduce's mean: ``out[p] /= max(count[p] + extra, 1)`` over the flat ``out``
+    (integers: floor division, as numpy's ``floor_divide``)."""
+    n = out.shape[0]
+    if n:
+        k = _mean_floordiv if np.dtype(out.dtype).kind in "iu" else _mean_div
+        k[grid(n)](out, count, extra)
