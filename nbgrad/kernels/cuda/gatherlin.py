@@ -38,6 +38,10 @@ __all__ = [
     "fill_dim",
     "run_flags",
     "iota",
+    "count_nonzero",
+    "count_scan",
+    "inverse_counts",
+    "mean_divide",
 ]
 
 CHUNKS = 64 if SIM else 8192
@@ -452,8 +456,8 @@ def _unique_post(perm, group, flag_pos, n, inverse, counts):
         counts[j] = end - flag_pos[j]
 
 
-def unique_post(perm, group, flag_pos, n):
-    """inverse (the group of each original item) and counts (run lengths) of a unique."""
+def inverse_counts(perm, group, flag_pos, n):
+    """inverse (the run of each original item) and counts (run lengths) of a unique."""
     inverse = cuda.device_array(max(n, 1), np.int64)[:n]
     u = flag_pos.shape[0]
     counts = cuda.device_array(max(u, 1), np.int64)[:u]
