@@ -40,7 +40,11 @@ def _rows(a, d):
         return a.reshape(1, 1)
     xp = xp_of(a)
     moved = xp.moveaxis(a, d, -1)
-    return xp.ascontiguousarray(moved).reshape(-1, a.shape[d])
+    m = 1
+    for k, n in enumerate(a.shape):
+        if k != d:
+            m *= n
+    return xp.ascontiguousarray(moved).reshape(m, a.shape[d])
 
 
 def _unrows(r, shape, d, n=None):
