@@ -6,6 +6,7 @@ in these two ops.
 
 import numpy as np
 
+from .._devarray import DeviceArray
 from .._tensor import _wrap_dim
 from ..autograd.batching import BATCH, batched
 from .registry import FUNCTION, LINEAR, METHOD, internal_op, op
@@ -25,6 +26,12 @@ def _diagonal_view(a, offset, d1, d2):
     """A writable numpy view of the diagonal (numpy's own is read-only), last dim = diagonal."""
     s1, s2, n = _geometry(a.shape, offset, d1, d2)
     keep = [k for k in range(a.ndim) if k not in (d1, d2)]
+    if type(a) is DeviceArray:  # a strided view of the same buffer
+        st = a.estrides
+        off = a.offset + (s1 * st[d1] + s2 * st[d2] if n else 0)
+        return DeviceArray(
+            a.buf, [a.shape[k] for k in keep] + [n], [st[k] for k in keep] + [st[d1] + st[d2]], off
+        )
     start = (
         tuple(
             min(s1, a.shape[d1] - 1) if k == d1 else min(s2, a.shape[d2] - 1) if k == d2 else 0
@@ -77,9 +84,17 @@ def _embed_vjp(node, grads):
 )
 def embed_diagonal(g, shape, offset, d1, d2):
     """zeros(shape) with ``g`` (its last dim) on the ``offset`` diagonal of dims d1, d2."""
-    out = np.zeros(shape, g._data.dtype)
+    out = _zeros(g._data, shape)
     _diagonal_view(out, offset, d1, d2)[...] = g._data
     return embed_diagonal.op.record(out, (g,), attrs=(shape, offset, d1, d2))
+
+
+def _zeros(like, shape):
+    if type(like) is DeviceArray:
+        from .cuda import xp  # lazy: the CUDA path loads on first use
+
+        return xp.zeros(shape, like.dtype)
+    return np.zeros(shape, like.dtype)
 
 
 @batched
@@ -104,12 +119,13 @@ def diag(input, diagonal=0):
     a = input._data
     if a.ndim == 1:
         n = a.shape[0] + abs(diagonal)
-        out = np.zeros((n, n), a.dtype)
+        out = _zeros(a, (n, n))
         _diagonal_view(out, diagonal, 0, 1)[...] = a
         return diag.op.record(out, (input,), overload="embed", attrs=("embed", a.shape, diagonal))
     if a.ndim != 2:
         raise RuntimeError("diag(): Supports 1D or 2D tensors. Got %dD" % a.ndim)
-    out = np.ascontiguousarray(_diagonal_view(a, diagonal, 0, 1))
+    v = _diagonal_view(a, diagonal, 0, 1)
+    out = v.copy() if type(a) is DeviceArray else np.ascontiguousarray(v)
     return diag.op.record(out, (input,), overload="copy", attrs=("copy", a.shape, diagonal))
 
 
@@ -128,6 +144,8 @@ def trace(input):
     a = input._data
     if a.ndim != 2:
         raise RuntimeError("trace: expected a matrix, but got tensor with dim %d" % a.ndim)
+    if type(a) is DeviceArray:
+        return trace.op.record(_trace_cuda(a), (input,), attrs=(a.shape,))
     r = np.trace(a)
     if a.dtype.kind in "biu":
         r = np.int64(r)
@@ -136,3 +154,22 @@ def trace(input):
         (input,),
         attrs=(a.shape,),
     )
+
+
+def _trace_cuda(a):
+    """The diagonal's sum on the device (kernels/cuda/reduce.py: float sums accumulate in
+    float64, integer ones in int64, as ``np.trace``)."""
+    from ..kernels.cuda import reduce as R  # lazy: the CUDA path loads on first use
+    from .cuda import xp  # lazy: the CUDA path loads on first use
+
+    v = _diagonal_view(a, 0, 0, 1)
+    ints = a.dtype.kind in "biu"
+    x = v.astype(np.int64) if ints else v.contiguous()
+    out = xp.empty((1, 1), np.int64 if ints else a.dtype)
+    if ints:
+        R.isum_fwd_cuda(x.dense().reshape(1, x.size, 1), out.dense())
+    elif a.dtype.kind == "c":
+        R.csum_fwd_cuda(x.dense().reshape(1, x.size, 1), out.dense())
+    else:
+        R.sum_fwd_cuda(x.dense().reshape(1, x.size, 1), out.dense())
+    return out.reshape(())

@@ -12,6 +12,7 @@ current value and passed to ops that validate it (index_select, index_fill, gath
 import numpy as np
 
 from .. import dtypes as _dt
+from .._devarray import DeviceArray
 from .._tensor import Tensor, _wrap_dim
 from ..creation import zeros
 from ..grad_mode import STATE
@@ -23,6 +24,7 @@ from .indexing import (
     _check_index_tensor,
     _nd,
     _read_index,
+    _scatter_lin,
     basic_index,
     gather,
     index_select,
@@ -34,6 +36,7 @@ from .indexing import (
 from .pointwise_fns import where
 from .registry import FUNCTION, INPLACE, LINEAR, METHOD, OUT, op, result
 from .shape import cat
+from .sorting import unique
 
 FM = (FUNCTION, METHOD)
 FMI = (FUNCTION, METHOD, INPLACE)
@@ -41,6 +44,34 @@ FMIO = (FUNCTION, METHOD, INPLACE, OUT)
 CPU = {"cpu": K}
 
 _make = Tensor._make
+
+
+def _cu():
+    from .cuda import index  # lazy: the CUDA path loads on first use
+
+    return index
+
+
+def _xp(a):
+    from .cuda import xp_of  # lazy: the CUDA path loads on first use
+
+    return xp_of(a)
+
+
+def _same_device(*tensors):
+    """PyTorch's same-device error when any operand is on CUDA and another is not."""
+    if any(type(getattr(t, "_data", None)) is DeviceArray for t in tensors):
+        from .cuda import device_of  # lazy: the CUDA path loads on first use
+
+        device_of(*tensors)
+        return True
+    return False
+
+
+def _first_bad(idx, lo, hi):
+    return (
+        K.first_bad(idx, lo, hi) if type(idx) is not DeviceArray else _cu().first_bad(idx, lo, hi)
+    )
 
 
 # -- select / tile / repeat_interleave / argwhere ---------------------------------------------
@@ -84,6 +115,17 @@ def _repeat_index(repeats, output_size=None):
         raise NotImplementedError(
             "\"repeat_interleave_cpu\" not implemented for '%s'" % repeats._dtype._legacy
         )
+    if type(repeats._data) is DeviceArray:
+        from ..kernels.cuda import gatherlin  # lazy: the CUDA path loads on first use
+        from ..kernels.cuda.array import wrap  # lazy: the CUDA path loads on first use
+
+        r = _cu().flat(repeats._data, np.int64)
+        if _cu().first_bad(repeats._data, 0, 2**63 - 1) is not None:
+            raise RuntimeError("repeats can not be negative")
+        idx = gatherlin.repeat_index(r, repeats._data.dtype)
+        if output_size is not None and int(output_size) != idx.shape[0]:
+            raise RuntimeError("allocated size does not match required size")
+        return _make(wrap(idx))
     r = repeats._data.astype(np.int64, copy=False)
     if r.size and r.min() < 0:
         raise RuntimeError("repeats can not be negative")
@@ -106,7 +148,13 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         d = 0 if dim is None else dim
         n = x._data.shape[_wrap_dim(d, x._data.ndim)] if x._data.ndim else 1
         if repeats._data.ndim == 0 or repeats._data.shape == (1,):
-            repeats = _make(np.broadcast_to(repeats._data.reshape(1), (n,)).copy())
+            repeats = _make(
+                _xp(repeats._data).ascontiguousarray(
+                    repeats._data.reshape(1).broadcast_to((n,))
+                    if type(repeats._data) is DeviceArray
+                    else np.broadcast_to(repeats._data.reshape(1), (n,))
+                )
+            )
         elif repeats._data.ndim == 1:
             if repeats._data.shape[0] != n:
                 raise RuntimeError(
@@ -139,7 +187,12 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
 @op("argwhere", "indexing", variants=FM)
 def argwhere(input):
     if input._data.ndim == 0:  # (1, 0) for a nonzero scalar, (0, 0) for zero
-        return _make(np.zeros((int(bool(input._data)), 0), np.int64))
+        a = input._data
+        if type(a) is DeviceArray:
+            from .cuda import xp  # lazy: the CUDA path loads on first use
+
+            return _make(xp.zeros((int(bool(a.to_host())), 0), np.int64))
+        return _make(np.zeros((int(bool(a)), 0), np.int64))
     return nonzero(input)
 
 
@@ -151,7 +204,7 @@ def _index_add_bounds(idx, shape, d, fn_index_dtype):
     (RuntimeError with the position) for int64 indices along the first or last dim of a tensor
     of 2+ dims, its own check (IndexError) otherwise."""
     n = _nd(shape)[d]
-    bad = K.first_bad(idx, 0, n)
+    bad = _first_bad(idx, 0, n)
     if bad is not None:
         if len(shape) > 1 and d in (0, len(shape) - 1) and fn_index_dtype == np.int64:
             raise RuntimeError(
@@ -246,14 +299,18 @@ def index_add(input, dim, index, source, *, alpha=1):
             "source tensor shape must match self tensor shape, excluding the specified "
             "dimension. Got self.shape = %s source.shape = %s" % (list(shape), list(sshape))
         )
+    cuda = _same_device(input, index, source)
     _index_add_bounds(idx, shape, d, idx.dtype)
     out = input._data.copy()
     src = source._data
     if alpha != 1:
         # PyTorch casts alpha to the tensor's type (an integer tensor takes int(alpha))
         al = input._data.dtype.type(alpha) if input._dtype.is_inexact else int(alpha)
-        src = src * al
-    K.index_put_dim(out, d, idx, src, True)
+        src = src * (al.item() if cuda and hasattr(al, "item") else al)
+    if cuda:
+        _index_put_dim_cuda(out, d, idx, src, True)
+    else:
+        K.index_put_dim(out, d, idx, src, True)
     return index_add.op.record(
         out,
         (input, source),
@@ -262,9 +319,17 @@ def index_add(input, dim, index, source, *, alpha=1):
     )
 
 
+def _index_put_dim_cuda(out, d, idx, src, accumulate):
+    from ..kernels.cuda.index import index_put_dim_device  # lazy: the CUDA path
+
+    cu = _cu()
+    s = src.astype(out.dtype) if src.dtype != out.dtype else src.contiguous()
+    index_put_dim_device(out.dense(), d, cu.flat(idx, np.int64), s.dense(), accumulate)
+
+
 def _index_copy_bounds(idx, shape, d, dtype=None):
     n = _nd(shape)[d]
-    bad = K.first_bad(idx, 0, n)
+    bad = _first_bad(idx, 0, n)
     if bad is not None:
         raise IndexError(
             "index_copy_(): index %d is out of bounds for dimension %d with size %d" % (bad, d, n)
@@ -337,9 +402,13 @@ def index_copy(input, dim, index, source):
             % (nidx, sshape[d])
         )
     idx = index._data.reshape(-1)
+    cuda = _same_device(input, index, source)
     _index_copy_bounds(idx, shape, d)
     out = input._data.copy()
-    K.index_put_dim(out, d, idx, source._data, False)
+    if cuda:
+        _index_put_dim_cuda(out, d, idx, source._data, False)
+    else:
+        K.index_put_dim(out, d, idx, source._data, False)
     return index_copy.op.record(
         out,
         (input, source),
@@ -350,7 +419,7 @@ def index_copy(input, dim, index, source):
 
 def _index_fill_bounds(idx, shape, d, dtype=None):
     n = _nd(shape)[d]
-    bad = K.first_bad(idx, -n, n)  # index_fill wraps negative indices
+    bad = _first_bad(idx, -n, n)  # index_fill wraps negative indices
     if bad is not None:
         raise IndexError("index %d is out of bounds for dimension %d with size %d" % (bad, d, n))
 
@@ -364,7 +433,7 @@ def _index_fill_vjp(node, grads):
         gself = index_fill(g, d, index, 0)
     if len(node.next_functions) > 1 and node.next_functions[1][0] is not None:
         # PyTorch: grad.index_select(dim, unique(index)).sum()
-        u = _make(np.unique(index._data.reshape(-1)))
+        u = unique(index.reshape(-1))
         gval = index_select(g, d, u).sum()
     return (gself, gval) if len(node.next_functions) > 1 else (gself,)
 
@@ -392,15 +461,25 @@ def index_fill(input, dim, index, value):
                 "dimension(s)." % value._data.ndim
             )
         vt = value
-        value = value._data.item()
+        value = value._data.item() if type(value._data) is not DeviceArray else value.item()
     idx = index._data.reshape(-1)
+    cuda = _same_device(input, index)
     _index_fill_bounds(idx, shape, d)
     n = _nd(shape)[d]
     out = input._data.copy()
     if not input._dtype.is_inexact and not isinstance(value, bool):
         value = int(value) if not input._dtype.is_complex else value
-    wrapped = np.where(idx < 0, idx + n, idx).astype(np.int64)  # validated above
-    out.reshape(_nd(shape))[(slice(None),) * d + (wrapped,)] = np.asarray(value).astype(out.dtype)
+    if cuda:
+        from ..kernels.cuda.gatherlin import fill_dim  # lazy: the CUDA path loads on first use
+
+        sh = _nd(shape)
+        o3 = out.dense().reshape(int(np.prod(sh[:d])), n, int(np.prod(sh[d + 1 :])))
+        fill_dim(o3, _cu().flat(idx, np.int64), value)
+    else:
+        wrapped = np.where(idx < 0, idx + n, idx).astype(np.int64)  # validated above
+        out.reshape(_nd(shape))[(slice(None),) * d + (wrapped,)] = np.asarray(value).astype(
+            out.dtype
+        )
     if vt is not None and input._dtype.is_inexact:
         return index_fill.op.record(
             out,
@@ -438,6 +517,8 @@ def _scatter_reduce_array(x, d, index, src, mode, include_self):
     """scatter_reduce of ``src`` (cut to the index's shape) into a copy of ``x`` along ``d`` at
     the validated ``index``: one Numba pass, the flat positions computed in the kernel."""
     shape, ishape = _nd(x.shape), _nd(index.shape)
+    if type(x) is DeviceArray:
+        return _scatter_reduce_cuda(x, d, index, src, mode, include_self)
     out = np.array(x, order="C")
     flat = out.reshape(-1)
     strides = np.cumprod((1,) + tuple(shape[::-1]), dtype=np.int64)[-2::-1]
@@ -471,11 +552,57 @@ def _scatter_reduce_array(x, d, index, src, mode, include_self):
     return out
 
 
+def _offsets(shape, ishape, d):
+    """(C strides of ``shape``, flat offsets of the index's outer and inner coordinates)."""
+    strides = np.cumprod((1,) + tuple(shape[::-1]), dtype=np.int64)[-2::-1]
+    outer_off = np.zeros(1, np.int64)
+    for k in range(d):
+        outer_off = (outer_off[:, None] + np.arange(ishape[k]) * strides[k]).reshape(-1)
+    inner_off = np.zeros(1, np.int64)
+    for k in range(d + 1, len(ishape)):
+        inner_off = (inner_off[:, None] + np.arange(ishape[k]) * strides[k]).reshape(-1)
+    return strides, outer_off, inner_off
+
+
+def _scatter_reduce_cuda(x, d, index, src, mode, include_self):
+    """``_scatter_reduce_array`` on the device (the offsets are shape metadata, built on the
+    host and copied; the reduction is kernels/cuda/index.py's twin)."""
+    from ..kernels.cuda import gatherlin  # lazy: the CUDA path loads on first use
+    from ..kernels.cuda.array import from_host  # lazy: the CUDA path loads on first use
+    from ..kernels.cuda.index import scatter_reduce_cuda  # lazy: the CUDA path loads on first use
+    from .cuda import xp  # lazy: the CUDA path loads on first use
+
+    shape, ishape = _nd(x.shape), _nd(index.shape)
+    out = x.astype(x.dtype)  # a dense copy
+    flat = out.dense().reshape(out.size)
+    strides, outer_off, inner_off = _offsets(shape, ishape, d)
+    n_outer, n_inner = outer_off.size, inner_off.size
+    i3 = index.reshape(ishape).astype(np.int64).reshape(n_outer, -1, n_inner)
+    s3 = src.reshape(_nd(src.shape))[tuple(slice(0, n) for n in ishape)]
+    s3 = s3.astype(out.dtype).reshape(i3.shape)
+    count = xp.zeros(flat.shape[0] if mode == 2 else 1, np.int64).dense()
+    bad = scatter_reduce_cuda(
+        flat, i3.dense(), s3.dense(), from_host(outer_off).dense(), from_host(inner_off).dense(),
+        int(strides[d]), mode, include_self, _identity(mode, out.dtype), count,
+    )  # fmt: skip
+    if bad >= 0:
+        v = i3.reshape(-1)[bad].to_host()
+        raise RuntimeError("index %d is out of bounds for the flat buffer being written" % v)
+    if mode == 2:
+        gatherlin.mean_divide(flat, count, int(include_self))
+    return out
+
+
 def _delayed_error_vjp(node, grads):
     raise RuntimeError(
         "scatter_reduce(): Double backward is unsupported for src when >1 zeros in src are "
         "scattered to the same position in self"
     )
+
+
+def _any(t):
+    a = t._data
+    return bool(np.any(a)) if type(a) is not DeviceArray else _cu().count_nonzero(a) > 0
 
 
 def _scatter_reduce_vjp(node, grads):
@@ -493,10 +620,9 @@ def _scatter_reduce_vjp(node, grads):
         )
         gself = g * masked_self_result / masked_self
         src_zero = src == 0
-        num_zeros = gather(
-            scatter_add(zeros(x.shape, dtype=x.dtype), d, index, src_zero.to(x.dtype)), d, index
-        )
-        single_zero = src_zero & (num_zeros == 1)
+        z = zeros(x.shape, dtype=x.dtype, device=x.device)
+        num_zeros = gather(scatter_add(z, d, index, src_zero.to(x.dtype)), d, index)
+        single_zero = src_zero.logical_and(num_zeros == 1)  # (bools: the same as &)
         masked_src = src.masked_fill(single_zero, 1)
         masked_src_result = scatter_reduce(
             x, d, index, masked_src, "prod", include_self=include_self
@@ -506,11 +632,12 @@ def _scatter_reduce_vjp(node, grads):
             gather(g * masked_src_result, d, index),
             gather(g * res, d, index) / src.masked_fill(src_zero, 1),
         )
-        if STATE.enabled and bool(np.any(num_zeros._data > 1)):
+        if STATE.enabled and _any(num_zeros > 1):
             gsrc = result(gsrc._data, "Error", (gsrc,), _delayed_error_vjp)
     elif mode == 2:
-        n = _make(np.full(g._data.shape, float(include_self), g._data.dtype))
-        n = scatter_add(n, d, index, _make(np.ones(src._data.shape, g._data.dtype)))
+        xp = np if type(g._data) is not DeviceArray else _xp(g._data)
+        n = _make(xp.full(g._data.shape, float(include_self), g._data.dtype))
+        n = scatter_add(n, d, index, _make(xp.ones(src._data.shape, g._data.dtype)))
         n = n.masked_fill(n == 0, 1)
         gself = g / n
         gsrc = gather(g, d, index) / gather(n, d, index)
@@ -592,7 +719,9 @@ def _masked_scatter_vjp(node, grads):
     g = grads[0]
     m = node.array("mask")
     try:
-        mb = _make(np.broadcast_to(m, shape))
+        mb = _make(
+            np.broadcast_to(m, shape) if type(m) is not DeviceArray else m.broadcast_to(shape)
+        )
     except ValueError:
         raise broadcast_error((_make(m), _make(np.empty(shape)))) from None
     gself = gsrc = None
@@ -604,7 +733,12 @@ def _masked_scatter_vjp(node, grads):
         k = sel.shape[0]
         if k > n:  # the mask gained ones through .data: PyTorch's view of the selection fails
             raise RuntimeError("shape '%s' is invalid for input of size %d" % (list(sshape), k))
-        if k < n:
+        if k < n and type(g._data) is DeviceArray:  # into zeros(n) at 0 .. k-1
+            from ..kernels.cuda.array import wrap  # lazy: the CUDA path loads on first use
+            from ..kernels.cuda.gatherlin import iota  # lazy: the CUDA path loads on first use
+
+            sel = _scatter_lin(sel, (n,), wrap(iota(k)))
+        elif k < n:
             sel = cat([sel, zeros(n - k, dtype=g.dtype)], 0)
         gsrc = sel.reshape(sshape)
     return (gself, gsrc)
@@ -632,12 +766,22 @@ def masked_scatter(input, mask, source):
         shape = np.broadcast_shapes(input._data.shape, mask._data.shape)
     except ValueError:
         raise broadcast_error((mask, input)) from None
-    m = np.broadcast_to(mask._data, shape)
-    count = int(np.count_nonzero(m))
-    if count > source._data.size:
-        raise RuntimeError("Number of elements of source < number of ones in mask")
-    out = np.array(np.broadcast_to(input._data, shape), order="C")
-    out[m] = np.ascontiguousarray(source._data).reshape(-1)[:count]
+    if _same_device(input, mask, source):
+        cu = _cu()
+        lin = cu.masked_lin(mask._data, shape)
+        count = lin.shape[0]
+        if count > source._data.size:
+            raise RuntimeError("Number of elements of source < number of ones in mask")
+        out = input._data.broadcast_to(shape).astype(input._data.dtype)  # a dense copy
+        if count:
+            cu.scatter_into(out, lin, source._data.reshape(-1)[:count], False)
+    else:
+        m = np.broadcast_to(mask._data, shape)
+        count = int(np.count_nonzero(m))
+        if count > source._data.size:
+            raise RuntimeError("Number of elements of source < number of ones in mask")
+        out = np.array(np.broadcast_to(input._data, shape), order="C")
+        out[m] = np.ascontiguousarray(source._data).reshape(-1)[:count]
     return masked_scatter.op.record(
         out,
         (input, source),

@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes as _dt
+from .._devarray import DeviceArray
 from .._tensor import Tensor, _wrap_dim
 from ..autograd.batching import BATCH, batched, lead
 from ..creation import _alloc
@@ -25,6 +26,13 @@ FM = (FUNCTION, METHOD)
 CPU = {"cpu": K}
 
 _make = Tensor._make
+_ARR = (np.ndarray, DeviceArray)  # an index array on either device
+
+
+def _cu():
+    from .cuda import index  # lazy: the CUDA path loads on first use
+
+    return index
 
 
 def _lin(shape):
@@ -47,13 +55,19 @@ def _scatter_lin_vjp(node, grads):
 @internal_op("take_lin", "indexing", node="IndexBackward0", vjp=_scatter_lin_vjp)
 def _take_lin(g, lin):
     """out = g.flatten()[lin] (differentiable; the adjoint of _scatter_lin)."""
-    arr = np.ascontiguousarray(g._data).reshape(-1)[lin]
+    if type(g._data) is DeviceArray:
+        arr = _cu().take_flat(g._data, lin)
+    else:
+        arr = np.ascontiguousarray(g._data).reshape(-1)[lin]
     return _take_lin.op.record(arr, (g,), attrs=(g._data.shape, lin))
 
 
 @internal_op("scatter_lin", "indexing", node="IndexPutBackward0", vjp=_take_lin_vjp)
 def _scatter_lin(g, shape, lin):
-    arr = K.scatter_add(shape, g._data.dtype, lin, np.broadcast_to(g._data, lin.shape))
+    if type(g._data) is DeviceArray:
+        arr = _cu().scatter_add(shape, g._data.dtype, lin, g._data)
+    else:
+        arr = K.scatter_add(shape, g._data.dtype, lin, np.broadcast_to(g._data, lin.shape))
     return _scatter_lin.op.record(arr, (g,), attrs=(lin,))
 
 
@@ -78,7 +92,8 @@ def _normalize(idx):
     for i in idx:
         if isinstance(i, Tensor):
             if i._data.ndim == 0 and i._dtype.is_integral and i._dtype.name != "uint8":
-                out.append(int(i._data))  # a 0-dim integer tensor indexes like an int
+                a = i._data  # a 0-dim integer tensor indexes like an int
+                out.append(int(a if type(a) is not DeviceArray else a.to_host()))
                 continue
             if i._dtype.name not in _INDEX_DTYPES:
                 raise IndexError(_BAD_INDEX)
@@ -150,14 +165,14 @@ def _saved_index(node, shape):
     tmpl = node.saved["idx"]
     idx = tuple(_as_index(node.array(i)) if isinstance(i, str) else i for i in tmpl)
     for i in idx:
-        if isinstance(i, np.ndarray) and i.dtype.kind not in "biu":
+        if isinstance(i, _ARR) and i.dtype.kind not in "biu":
             raise IndexError(_BAD_INDEX)
     _check_ints(shape, idx)
     return idx
 
 
 def _is_mask(i):
-    return isinstance(i, np.ndarray) and i.dtype == np.bool_
+    return isinstance(i, _ARR) and i.dtype == np.bool_
 
 
 def _check_ints(shape, idx):
@@ -189,7 +204,8 @@ def _check_ints(shape, idx):
                     "The shape of the mask %s at index %d does not match the shape "
                     "of the indexed tensor %s at index %d" % (list(i.shape), j, sliced, pos + j)
                 )
-            shapes += [(int(np.count_nonzero(i)),)] * max(i.ndim, 1)
+            nz = np.count_nonzero(i) if type(i) is not DeviceArray else _cu().count_nonzero(i)
+            shapes += [(int(nz),)] * max(i.ndim, 1)
             dim += i.ndim
             continue
         if isinstance(i, int):
@@ -197,8 +213,11 @@ def _check_ints(shape, idx):
                 raise IndexError(
                     "index %d is out of bounds for dimension %d with size %d" % (i, dim, shape[dim])
                 )
-        elif isinstance(i, np.ndarray):
-            K.check_index(i, shape[dim], len(shapes))
+        elif isinstance(i, _ARR):
+            if type(i) is DeviceArray:
+                _cu().check_index(i, shape[dim], len(shapes))
+            else:
+                K.check_index(i, shape[dim], len(shapes))
             shapes.append(i.shape)
         dim += 1
     if len(shapes) > 1:
@@ -291,7 +310,12 @@ def _embed_vjp(node, grads):
 def embed(g, shape, idx):
     """zeros(shape) with ``g`` written at basic index ``idx`` (adjoint of basic indexing)."""
     b = lead(g)
-    arr = np.zeros(b + shape, g._data.dtype)
+    if type(g._data) is DeviceArray:
+        from .cuda import xp  # lazy: the CUDA path loads on first use
+
+        arr = xp.zeros(b + shape, g._data.dtype)
+    else:
+        arr = np.zeros(b + shape, g._data.dtype)
     idx = (slice(None),) * len(b) + idx
     arr[idx] = g._data
     return embed.op.record(arr, (g,), attrs=(idx,))
@@ -329,7 +353,11 @@ def _broadcasts(vshape, ishape):
 
 def _advanced_vjp(node, grads):
     (shape,) = node.attrs
-    lin = _lin(shape)[_saved_index(node, shape)]
+    idx = _saved_index(node, shape)
+    if type(grads[0]._data) is DeviceArray:
+        lin = _cu().adv_lin(shape, idx)
+    else:
+        lin = _lin(shape)[idx]
     g = grads[0]
     if g._data.shape != lin.shape and not _broadcasts(g._data.shape, lin.shape):
         raise _shape_mismatch(g._data.shape, lin.shape)  # a mask changed through .data
@@ -357,6 +385,10 @@ def getitem(x, idx):
     split = _views_first(nidx)
     if split is not None:
         return getitem(basic_index(x, split[0]), split[1])
+    if type(x._data) is DeviceArray:
+        cu = _cu()
+        arr = cu.take_flat(x._data.contiguous(), cu.adv_lin(x._data.shape, arrs))
+        return getitem.op.record(arr, (x,), attrs=(x._data.shape,), saved=_split_saved(nidx))
     arr = x._data[arrs]
     return getitem.op.record(
         _index_layout(arr, x._data, arrs), (x,), attrs=(x._data.shape,), saved=_split_saved(nidx)
@@ -455,6 +487,24 @@ def _index_put_vjp(node, grads):
     return (gi, gv)
 
 
+def _put_cuda(arr, arrs, v):
+    """``arr[arrs] = v`` for a dense CUDA ``arr`` and an advanced index (ValueError when ``v``
+    does not broadcast to the indexed shape, as numpy's assignment)."""
+    cu = _cu()
+    lin = cu.adv_lin(arr.shape, arrs)
+    if isinstance(v, np.ndarray):
+        if v.ndim:
+            from ..device import CPU, same_device_error  # lazy: only this error needs it
+
+            raise same_device_error(arr.device, CPU)
+        v = v[()].item()
+    if isinstance(v, DeviceArray):
+        np.broadcast_shapes(v.shape, lin.shape)  # ValueError when it does not broadcast
+        if not _broadcasts(v.shape, lin.shape):
+            raise ValueError("shape mismatch")
+    cu.scatter_into(arr, lin, v, False)
+
+
 # x[i] = v is affine, not linear, in x: forward mode takes the transposed rule
 @op("setitem", "indexing", node="torch::autograd::CopySlices", vjp=_index_put_vjp)
 def index_put(x, idx, value):
@@ -470,9 +520,15 @@ def index_put(x, idx, value):
         v = value
         vt = None
     try:
-        arr[arrs] = v
+        if advanced and type(arr) is DeviceArray:
+            _put_cuda(arr, arrs, v)
+        else:
+            arr[arrs] = v
     except ValueError:
-        tgt = list(x._data[arrs].shape)
+        if advanced and type(arr) is DeviceArray:
+            tgt = list(_cu().adv_lin(arr.shape, arrs).shape)
+        else:
+            tgt = list(x._data[arrs].shape)
         src = list(np.shape(v))
         if advanced:
             raise _shape_mismatch(src, tgt) from None
@@ -528,6 +584,8 @@ def _read_index(node, name, shape):
 def _gather_lin(shape, dim, index):
     """Flat positions in an array of ``shape`` that gather(dim, index) reads (index checked);
     an empty index (of any rank and dtype: PyTorch checks neither) reads nothing."""
+    if type(index) is DeviceArray:
+        return _cu().dim_lin(index, _nd(shape), dim)
     if not index.size:
         return np.zeros(index.shape, np.int64)
     shape, ishape = _nd(shape), _nd(index.shape)
@@ -536,7 +594,10 @@ def _gather_lin(shape, dim, index):
 
 
 def _check_gather_index(index, shape, d):
-    K.check_index(index, _nd(shape)[d], d, RuntimeError, negative=False)
+    if type(index) is DeviceArray:
+        _cu().check_index(index, _nd(shape)[d], d, RuntimeError, negative=False)
+    else:
+        K.check_index(index, _nd(shape)[d], d, RuntimeError, negative=False)
 
 
 def _gather_vjp(node, grads):
@@ -562,8 +623,17 @@ def gather(input, dim, index, *, sparse_grad=False):
     d = _wrap_dim(dim, len(shape))
     _check_index_tensor(index, "gather")
     ishape = index._data.shape
+    if type(input._data) is DeviceArray or type(index._data) is DeviceArray:
+        from .cuda import device_of  # lazy: the CUDA path loads on first use
+
+        device_of(input, index)
     if not index._data.size:  # PyTorch checks no rank nor size of an empty index
-        arr = _alloc(np.empty, ishape, input._dtype)  # PyTorch's contiguous strides
+        if type(input._data) is DeviceArray:
+            from .cuda import xp  # lazy: the CUDA path loads on first use
+
+            arr = xp.empty(ishape, input._data.dtype)
+        else:
+            arr = _alloc(np.empty, ishape, input._dtype)  # PyTorch's contiguous strides
         return gather.op.record(arr, (input,), attrs=(shape, d, ishape), saved={"index": index})
     _check_dims(index, input, "input tensor")
     for k, (ni, n) in enumerate(zip(_nd(ishape), _nd(shape))):
@@ -573,6 +643,10 @@ def gather(input, dim, index, *, sparse_grad=False):
                 "than self %s apart from dimension %d" % (k, list(ishape), list(shape), d)
             )
     _check_gather_index(index._data, shape, d)
+    if type(input._data) is DeviceArray:
+        lin = _gather_lin(shape, d, index._data).reshape(ishape)
+        arr = _cu().take_flat(input._data.contiguous(), lin)
+        return gather.op.record(arr, (input,), attrs=(shape, d, ishape), saved={"index": index})
     arr = np.take_along_axis(
         input._data.reshape(_nd(shape))[
             tuple(slice(None) if k == d else slice(0, n) for k, n in enumerate(_nd(ishape)))
@@ -623,9 +697,21 @@ def _scatter_impl(input, dim, index, src, add, opdef):
             if is_src:
                 msg += " and to be no larger size than src %s" % list(src._data.shape)
             raise RuntimeError(msg)
+    cuda = type(input._data) is DeviceArray or type(index._data) is DeviceArray
+    if cuda:
+        from .cuda import device_of  # lazy: the CUDA path loads on first use
+
+        device_of(input, index, src if is_src else None)
     _check_gather_index(index._data, shape, d)
     out = input._data.copy()
-    if not empty:
+    if cuda and not empty:
+        vals = src._data if is_src else src
+        if is_src:
+            sl = tuple(slice(0, n) for n in _nd(ishape))
+            vals = vals.reshape(_nd(src._data.shape))[sl]
+        lin = _gather_lin(shape, d, index._data).reshape(_nd(ishape))
+        _cu().scatter_into(out.reshape(_nd(shape)), lin, vals, add)
+    elif not empty:
         if is_src:
             sl = tuple(slice(0, n) for n in _nd(ishape))
             vals = src._data.reshape(_nd(src._data.shape))[sl]
@@ -679,14 +765,17 @@ def _index_select_vjp(node, grads):
     shape, d, ishape = node.attrs
     idx = _read_index(node, "index", ishape).reshape(-1)
     n = _nd(shape)[d]
-    bad = K.first_bad(idx, 0, n)
+    bad = K.first_bad(idx, 0, n) if type(idx) is not DeviceArray else _cu().first_bad(idx, 0, n)
     if bad is not None:  # PyTorch's index_add_: its scatter_add_ fast path, or its own check
         if len(shape) > 1 and d in (0, len(shape) - 1) and idx.dtype == np.int64:
             raise RuntimeError(
                 "index %d is out of bounds for dimension %d with size %d" % (bad, d, n)
             )
         raise IndexError("index out of range in self")
-    lin = np.take(_lin(_nd(shape)), idx.astype(np.int64), axis=d)
+    if type(idx) is DeviceArray:
+        lin = _cu().select_lin(idx, _nd(shape), d)
+    else:
+        lin = np.take(_lin(_nd(shape)), idx.astype(np.int64), axis=d)
     if not shape:
         lin = lin.reshape(())
     return (_scatter_lin(grads[0], shape, lin),)
@@ -713,14 +802,22 @@ def index_select(input, dim, index):
         raise RuntimeError(
             "index_select(): Index to scalar can have only 1 value, got %d value(s)" % idx.size
         )
-    bad = K.first_bad(idx, 0, n)
+    cuda = type(input._data) is DeviceArray or type(idx) is DeviceArray
+    if cuda:
+        from .cuda import device_of  # lazy: the CUDA path loads on first use
+
+        device_of(input, index)
+    bad = K.first_bad(idx, 0, n) if not cuda else _cu().first_bad(idx, 0, n)
     if bad is not None:
         if d == 1 and len(shape) >= 2:  # PyTorch's CPU kernel for dim 1 says it this way
             raise RuntimeError(
                 "INDICES element is out of DATA bounds, id=%d axis_dim=%d" % (bad, n)
             )
         raise IndexError("index out of range in self")
-    arr = np.take(input._data.reshape(_nd(shape)), idx.astype(np.int64), axis=d)
+    if cuda:
+        arr = _cu().take_flat(input._data.contiguous(), _cu().select_lin(idx, _nd(shape), d))
+    else:
+        arr = np.take(input._data.reshape(_nd(shape)), idx.astype(np.int64), axis=d)
     if not shape:
         arr = arr.reshape(())  # a scalar input stays a scalar
     return index_select.op.record(
@@ -730,6 +827,14 @@ def index_select(input, dim, index):
 
 @op("nonzero", "indexing", variants=FM)
 def nonzero(input, *, as_tuple=False):
+    if type(input._data) is DeviceArray:
+        a = input._data
+        if a.ndim == 0:  # numpy's reading of a scalar: one dim of length 0 or 1
+            a = a.reshape(1)
+        c = _cu().nonzero(a)  # (ndim, count) C order
+        if as_tuple:
+            return tuple(_make(c[k]) for k in range(c.shape[0]))
+        return _make(c.T)
     nz = np.nonzero(input._data)
     if as_tuple:
         return tuple(_make(a.astype(np.int64)) for a in nz)
@@ -744,10 +849,13 @@ def _masked_select_vjp(node, grads):
     node.array("x")  # version check: PyTorch's masked_select_backward(grad, self, mask) reads it
     m = node.array("mask")
     try:
-        m = np.broadcast_to(m, shape)
+        m = np.broadcast_to(m, shape) if type(m) is not DeviceArray else m.broadcast_to(shape)
     except ValueError:
         raise broadcast_error((_make(m), _make(np.empty(shape)))) from None
-    lin = _lin(shape)[m.astype(np.bool_, copy=False)]
+    if type(m) is DeviceArray:
+        lin = _cu().masked_lin(m, shape)
+    else:
+        lin = _lin(shape)[m.astype(np.bool_, copy=False)]
     g = grads[0]
     n = g._data.shape[0] if g._data.ndim else 1
     if lin.size > n:  # the mask gained ones through .data: PyTorch's masked_scatter_ error
@@ -772,6 +880,14 @@ def masked_select(input, mask):
         shape = np.broadcast_shapes(input._data.shape, mask._data.shape)
     except ValueError:
         raise broadcast_error((mask, input)) from None
-    m = np.broadcast_to(mask._data, shape)
-    arr = np.broadcast_to(input._data, shape)[m]
+    if type(input._data) is DeviceArray or type(mask._data) is DeviceArray:
+        from .cuda import device_of  # lazy: the CUDA path loads on first use
+
+        device_of(input, mask)
+        cu = _cu()
+        lin = cu.masked_lin(mask._data, shape)
+        arr = cu.take_flat(input._data.broadcast_to(shape).contiguous(), lin)
+    else:
+        m = np.broadcast_to(mask._data, shape)
+        arr = np.broadcast_to(input._data, shape)[m]
     return masked_select.op.record(arr, (input,), attrs=(shape,), saved={"mask": mask})

@@ -10,9 +10,11 @@ import collections
 
 import numpy as np
 
+from .._devarray import DeviceArray
 from .._tensor import Tensor, _wrap_dim
 from ..creation import zeros
 from ..kernels.cpu import sort as K
+from .cuda import kernel_for, xp_of
 from .registry import FUNCTION, METHOD, op, result
 
 FM = (FUNCTION, METHOD)
@@ -36,8 +38,13 @@ def _rows(a, d):
     """``a`` with dim ``d`` moved last, as C-contiguous (m, n) rows (0-d: one row of one)."""
     if a.ndim == 0:
         return a.reshape(1, 1)
-    moved = np.moveaxis(a, d, -1)
-    return np.ascontiguousarray(moved).reshape(-1, a.shape[d])
+    xp = xp_of(a)
+    moved = xp.moveaxis(a, d, -1)
+    m = 1
+    for k, n in enumerate(a.shape):
+        if k != d:
+            m *= n
+    return xp.ascontiguousarray(moved).reshape(m, a.shape[d])
 
 
 def _unrows(r, shape, d, n=None):
@@ -45,10 +52,33 @@ def _unrows(r, shape, d, n=None):
     if not shape:
         return r.reshape(())
     moved = [s for k, s in enumerate(shape) if k != d] + [shape[d] if n is None else n]
-    return np.ascontiguousarray(np.moveaxis(r.reshape(moved), -1, d))
+    xp = xp_of(r)
+    return xp.ascontiguousarray(xp.moveaxis(r.reshape(moved), -1, d))
+
+
+def _cu():
+    from ..kernels.cuda import gatherlin  # lazy: the CUDA path loads on first use
+
+    return gatherlin
+
+
+def _wrap(a):
+    from ..kernels.cuda.array import wrap  # lazy: the CUDA path loads on first use
+
+    return wrap(a)
+
+
+def _take(rows, idx):
+    """``take_along_axis(rows, idx, 1)`` for (m, n) rows on either device."""
+    if type(rows) is DeviceArray:
+        return _wrap(_cu().take_rows(rows.dense(), idx.contiguous().dense()))
+    return np.take_along_axis(rows, idx, 1)
 
 
 def _stable_argsort(rows, descending):
+    if type(rows) is DeviceArray:  # a stable merge sort per row on the device
+        m, n = rows.shape
+        return _wrap(_cu().argsort_rows(rows.dense().reshape(m, n, 1), descending))
     if descending:  # stable descending = reversed stable ascending of the reversal
         n = rows.shape[1]
         return n - 1 - np.argsort(rows[:, ::-1], axis=1, kind="stable")[:, ::-1]
@@ -63,7 +93,7 @@ def _select_vjp(node, grads):
     g = grads[0]
     if not shape:
         return (g,)
-    return (zeros(*shape, dtype=g.dtype).scatter_add(dim, idx, g),)
+    return (zeros(*shape, dtype=g.dtype, device=g.device).scatter_add(dim, idx, g),)
 
 
 def _check_dim(x, dim):
@@ -82,7 +112,7 @@ def sort(input, dim=-1, descending=False, *, stable=False):
     d = _check_dim(input, dim)
     rows = _rows(input._data, d)
     idx = _stable_argsort(rows, descending)
-    vals = np.take_along_axis(rows, idx, 1)
+    vals = _take(rows, idx)
     shape = input._data.shape
     indices = _make(_unrows(idx, shape, d))
     values = sort.op.record(
@@ -115,7 +145,9 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
         raise RuntimeError("selected index k out of range")
     rows = _rows(input._data, d)
     idx = _stable_argsort(rows, largest)[:, :k]
-    vals = np.take_along_axis(rows, idx, 1)
+    vals = _take(rows, idx)
+    if type(idx) is DeviceArray:
+        idx = idx.contiguous()
     indices = _make(_unrows(idx, shape, d, k))
     values = topk.op.record(
         _unrows(vals, shape, d, k), (input,), attrs=(shape, d), saved={"indices": indices}
@@ -130,7 +162,7 @@ def _kth_vjp(node, grads):
         return (g,)
     if not keepdim:
         idx, g = idx.unsqueeze(dim), g.unsqueeze(dim)
-    return (zeros(*shape, dtype=g.dtype).scatter(dim, idx, g),)
+    return (zeros(*shape, dtype=g.dtype, device=g.device).scatter(dim, idx, g),)
 
 
 @op("kthvalue", "sorting", node="KthvalueBackward0", vjp=_kth_vjp, saves=(), variants=FM)
@@ -141,15 +173,20 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     if not 1 <= k <= n:
         raise RuntimeError("kthvalue(): selected number k out of range for dimension %d" % d)
     rows = _rows(input._data, d)
-    kth = np.take_along_axis(rows, _stable_argsort(rows, False)[:, k - 1 : k], 1)
+    kth = _take(rows, _stable_argsort(rows, False)[:, k - 1 : k])
     # among equal values, the first position (what PyTorch's selection returns)
-    idx = np.argmax((rows == kth) | ((kth != kth) & (rows != rows)), axis=1)[:, None]
+    if type(rows) is DeviceArray:
+        idx = _wrap(_cu().first_equal(rows.dense(), kth.dense()))
+    else:
+        idx = np.argmax((rows == kth) | ((kth != kth) & (rows != rows)), axis=1)[:, None]
     values, indices = _unrows(kth, shape, d, 1), _unrows(idx, shape, d, 1)
     if not keepdim and shape:
-        values, indices = values.squeeze(d), indices.squeeze(d)
-    indices = _make(np.ascontiguousarray(indices))
+        kept = shape[:d] + shape[d + 1 :]
+        values, indices = values.reshape(kept), indices.reshape(kept)
+    xp = xp_of(values)
+    indices = _make(xp.ascontiguousarray(indices))
     values = kthvalue.op.record(
-        np.ascontiguousarray(values),
+        xp.ascontiguousarray(values),
         (input,),
         attrs=(shape, d, keepdim),
         saved={"indices": indices},
@@ -161,9 +198,10 @@ def _cumextreme(input, dim, take_max, opdef, result):
     d = _check_dim(input, dim)
     shape = input._data.shape
     rows = _rows(input._data, d)
-    values, indices = np.empty_like(rows), np.empty(rows.shape, np.int64)
+    xp = xp_of(rows)
+    values, indices = xp.empty_like(rows), xp.empty(rows.shape, np.int64)
     if rows.size:
-        K.cumextreme_rows_cpu(rows, values, indices, take_max)
+        kernel_for(rows, K.cumextreme_rows_cpu)(rows, values, indices, take_max)
     indices = _make(_unrows(indices, shape, d))
     values = opdef.record(
         _unrows(values, shape, d), (input,), attrs=(shape, d), saved={"indices": indices}
@@ -210,7 +248,9 @@ def _unique_vjp(node, grads):
 @op("unique", "sorting", variants=FM)
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     a = input._data
-    if dim is None:
+    if type(a) is DeviceArray:
+        u, inv, counts = _unique_cuda(a, dim)
+    elif dim is None:
         u, inv, counts = np.unique(a, return_inverse=True, return_counts=True)
         inv = inv.reshape(a.shape)
     else:
@@ -218,10 +258,41 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         u, inv, counts = np.unique(a, return_inverse=True, return_counts=True, axis=d)
         inv = inv.reshape(-1)
     # no derivative, but a requires-grad input gets PyTorch's node, whose backward raises
-    out = result(np.ascontiguousarray(u), "Unique2Backward0", (input,), _unique_vjp)
+    out = result(xp_of(u).ascontiguousarray(u), "Unique2Backward0", (input,), _unique_vjp)
     extra = []
     if return_inverse:
-        extra.append(_make(inv.astype(np.int64)))
+        extra.append(_make(inv.astype(np.int64, copy=False)))
     if return_counts:
-        extra.append(_make(counts.astype(np.int64)))
+        extra.append(_make(counts.astype(np.int64, copy=False)))
     return (out, *extra) if extra else out
+
+
+def _unique_cuda(a, dim):
+    """``np.unique(a, return_inverse=True, return_counts=True[, axis=dim])`` on the device: a
+    stable sort of the items (scalars, or the slices along ``dim`` compared lexicographically),
+    run starts flagged, a running count of them numbering the runs, then the starts compacted
+    (NaNs are one value, as numpy's ``equal_nan``)."""
+    from .cuda import index as ci  # lazy: the CUDA path loads on first use
+
+    G = _cu()
+    if dim is None:
+        items = a.contiguous().reshape(a.size, 1)
+        rest = ()
+    else:
+        d = _wrap_dim(dim, a.ndim)
+        moved = xp_of(a).ascontiguousarray(xp_of(a).moveaxis(a, d, 0))
+        rest = moved.shape[1:]
+        items = moved.reshape(moved.shape[0], -1)
+    n, L = items.shape
+    perm = G.argsort_rows(items.dense().reshape(1, n, L), False)[0]
+    sel = ci.select_lin(_wrap(perm), (n, L), 0)
+    keys = ci.take_flat(items, sel)  # the sorted items, (n, L)
+    flags = G.run_flags(keys.dense())
+    starts = G.compact(flags)
+    group = G.count_scan(flags)
+    inv, counts = G.inverse_counts(perm, group, starts, n)
+    u = ci.take_flat(keys, ci.select_lin(_wrap(starts), (n, L), 0))
+    if dim is None:
+        return u.reshape(u.size), _wrap(inv).reshape(a.shape), _wrap(counts)
+    u = u.reshape((starts.shape[0],) + rest)
+    return xp_of(u).moveaxis(u, 0, d), _wrap(inv), _wrap(counts)
