@@ -952,6 +952,8 @@ def overlap_status(a, b):
     """ "no", "full" or "partial" for arrays ``a`` and ``b``: PyTorch's get_overlap_status
     (non-dense operands, whose overlap is 'too hard' to tell, count as no overlap, as there).
     In-place ops and ``out=`` refuse a "partial" operand."""
+    if type(a) is DeviceArray or type(b) is DeviceArray:
+        return _device_overlap(a, b)
     if a.size == 0 or b.size == 0 or not np.may_share_memory(a, b):
         return "no"
     if not _dense(a) or not _dense(b):
@@ -959,6 +961,28 @@ def overlap_status(a, b):
     (alo, ahi), (blo, bhi) = _bounds(a), _bounds(b)
     if alo == blo and ahi == bhi:
         return "full" if a.strides == b.strides else "partial"
+    return "partial" if alo < bhi and blo < ahi else "no"
+
+
+def _device_overlap(a, b):
+    """``overlap_status`` of CUDA arrays: the same buffer and intersecting element extents."""
+    if type(a) is not type(b) or a.size == 0 or b.size == 0 or a.buf is not b.buf:
+        return "no"
+    if not _dense(a) or not _dense(b):
+        return "no"
+
+    def extent(x):
+        lo = hi = x.offset
+        for n, st in zip(x.shape, x.estrides):
+            if st < 0:
+                lo += (n - 1) * st
+            else:
+                hi += (n - 1) * st
+        return lo, hi + 1
+
+    (alo, ahi), (blo, bhi) = extent(a), extent(b)
+    if alo == blo and ahi == bhi:
+        return "full" if a.estrides == b.estrides else "partial"
     return "partial" if alo < bhi and blo < ahi else "no"
 
 
