@@ -128,7 +128,7 @@ def _from_cuda_array_interface(obj, dtype=None):
     non-contiguous array is copied (nbgrad's storage views one flat buffer)."""
     from numba import cuda  # lazy: numba.cuda only with CUDA data
 
-    from .kernels.cuda.array import wrap  # lazy: the CUDA path loads on first use
+    from .kernels.cuda.array import wrap  # cycle: creation (graph layer) calls up into CUDA
 
     dev = cuda.as_cuda_array(obj)  # shares memory, keeps obj alive
     if not dev.is_c_contiguous():  # copied into C order (through the host: rare, documented)
@@ -551,7 +551,7 @@ def randn(
 def _device_random(shape, d, device, requires_grad, kind, a, b):
     """``rand``/``randn`` on a CUDA device: drawn there by the device generator
     (kernels/cuda/random.py; PyTorch's CUDA numbers differ from its CPU ones too)."""
-    from .kernels.cuda import array as cuda_array, random as cuda_random  # lazy: CUDA path
+    from .kernels.cuda import array as cuda_array, random as cuda_random  # cycle: up to CUDA
 
     check_device(device)
     cd = np.float32 if d is _dt.float16 else d.np

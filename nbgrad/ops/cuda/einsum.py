@@ -18,7 +18,7 @@ def _sum_out(s, a, drop):
     r, _ = _run(K.sum_fwd_cpu, a, dims, False, a.dtype)
     kept = "".join(c for c in s if c not in drop)
     if r is None:  # an empty summed label
-        from .xp import zeros
+        from .xp import zeros  # lazy: numba.cuda loads with the first CUDA op
 
         r = zeros(tuple(a.shape[i] for i, c in enumerate(s) if c not in drop), a.dtype)
     return kept, r
