@@ -215,3 +215,32 @@ def test_cuda_array_interface_of_a_cpu_tensor_or_one_requiring_grad():
         nbgrad.ones(2).__cuda_array_interface__  # noqa: B018
     with pytest.raises(RuntimeError, match="requires grad"):
         nbgrad.ones(2, device="cuda", requires_grad=True).__cuda_array_interface__  # noqa: B018
+
+
+def _cnn():
+    nbgrad.manual_seed(0)
+    return nn.Sequential(
+        nn.Conv2d(1, 3, 3, padding=1),
+        nn.BatchNorm2d(3),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(3 * 3 * 3, 4),
+    ).double()
+
+
+def test_cnn_training_on_cuda_matches_cpu():
+    cpu, gpu = _cnn(), _cnn().cuda()
+    oc = nbgrad.optim.SGD(cpu.parameters(), lr=0.05, momentum=0.9)
+    og = nbgrad.optim.SGD(gpu.parameters(), lr=0.05, momentum=0.9)
+    rng = np.random.default_rng(1)
+    for _ in range(2):
+        x = nbgrad.tensor(rng.standard_normal((2, 1, 6, 6)))
+        y = nbgrad.tensor(rng.integers(0, 4, 2))
+        for m, o, xx, yy in ((cpu, oc, x, y), (gpu, og, x.cuda(), y.cuda())):
+            o.zero_grad()
+            nn.functional.cross_entropy(m(xx), yy).backward()
+            o.step()
+    for a, b in zip(cpu.state_dict().values(), gpu.state_dict().values()):
+        assert b.is_cuda
+        np.testing.assert_allclose(b.cpu().numpy(), a.numpy(), rtol=1e-9, atol=1e-11)
