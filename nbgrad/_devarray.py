@@ -99,6 +99,14 @@ class DeviceArray:
         f = self.ndim <= 1 and c or self.transpose().is_c_contiguous
         return _Flags(c, f)
 
+    def pointer(self):
+        """The device address of the first element (under the simulator: the host address of
+        the simulated buffer)."""
+        buf = self.buf
+        cai = getattr(buf, "__cuda_array_interface__", None)
+        base = cai["data"][0] if cai is not None else buf._ary.__array_interface__["data"][0]
+        return base + self.offset * self.itemsize
+
     def item(self):
         """The one element as a Python number (a device-to-host read)."""
         if self.size != 1:

@@ -161,6 +161,8 @@ class Tensor:
 
     def storage_offset(self) -> int:
         """Offset in elements of the first element from the start of its storage."""
+        if type(self._data) is DeviceArray:
+            return self._data.offset
         root = storage_root(self)
         base = root._data if root._alias is None else root._alias[1]
         return (
@@ -168,8 +170,11 @@ class Tensor:
         ) // self._data.itemsize
 
     def data_ptr(self) -> int:
-        """The address of the first element."""
-        return self._data.__array_interface__["data"][0]
+        """The address of the first element (a device address for a CUDA tensor)."""
+        d = self._data
+        if type(d) is DeviceArray:
+            return d.pointer()
+        return d.__array_interface__["data"][0]
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
         """Whether the elements are laid out in C (row-major) order without gaps."""

@@ -100,6 +100,7 @@ def test_views_share_memory_and_version_counters():
     t = x.t()
     t[0, 1] = 7.0
     assert x[1, 0].item() == 7.0
+    assert v.storage_offset() == 4 and v.data_ptr() == x.data_ptr() + 4 * 4
 
 
 def test_inplace_on_saved_tensor_raises_on_cuda():
