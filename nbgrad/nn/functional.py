@@ -238,15 +238,38 @@ def dropout(input, p=0.5, training=True, inplace=False):
         raise ValueError("dropout probability has to be between 0 and 1, but got %s" % p)
     if not training or p == 0 or input.numel() == 0:
         return input
-    if p == 1:
-        mask = np.zeros((), input._data.dtype)
+    if input.is_cuda:
+        m = _make(_cuda_dropout_mask(input._data, p))
+    elif p == 1:
+        m = _make(np.zeros((), input._data.dtype))
     else:
         keep = _random.rng().random(
             input.shape, dtype=np.float64 if input._dtype is _dt.float64 else np.float32
         ) < (1.0 - p)
-        mask = (keep * (1.0 / (1.0 - p))).astype(input._data.dtype)
-    m = _make(mask)
+        m = _make((keep * (1.0 / (1.0 - p))).astype(input._data.dtype))
     return input.mul_(m) if inplace else _api.mul(input, m)
+
+
+def _cuda_dropout_mask(a, p):
+    """The scaled keep mask (``1 / (1 - p)`` or 0) of a CUDA input, drawn on the device by its
+    generator (kernels/cuda/random.py)."""
+    from ..kernels.cuda import array as cuda_array, random as cuda_random  # cycle: CUDA path
+    from ..kernels.cuda.elementwise import run  # cycle: the CUDA path loads on first use
+
+    cd = np.float32 if a.dtype == np.float16 else a.dtype
+    keep = cuda_array.empty(a.shape, cd)
+    if p < 1:
+        cuda_random.bernoulli_cuda(keep.dense(), 1.0 - p)
+    else:
+        keep[...] = 0
+    return run(
+        "dropout_scale",
+        ("k", "s"),
+        "k * s",
+        np.dtype(cd).name,
+        (keep, 1.0 / (1.0 - p) if p < 1 else 0.0),
+        out_dtype=a.dtype,
+    )
 
 
 def embedding(

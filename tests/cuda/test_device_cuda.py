@@ -245,3 +245,16 @@ def test_cnn_training_on_cuda_matches_cpu():
     for a, b in zip(cpu.state_dict().values(), gpu.state_dict().values()):
         assert b.is_cuda
         np.testing.assert_allclose(b.cpu().numpy(), a.numpy(), rtol=1e-9, atol=1e-11)
+
+
+def test_dropout_on_cuda():
+    nbgrad.manual_seed(3)
+    x = nbgrad.ones(400, device="cuda", dtype=nbgrad.float64, requires_grad=True)
+    y = nn.functional.dropout(x, 0.25)
+    assert y.is_cuda and y.grad_fn.name() == "MulBackward0"
+    vals = set(y.tolist())
+    assert vals <= {0.0, 1 / 0.75} and abs(y.tolist().count(0.0) / 400 - 0.25) < 0.1
+    y.sum().backward()
+    assert x.grad.is_cuda and x.grad.tolist() == y.tolist()
+    assert nn.functional.dropout(x, 1.0).tolist() == [0.0] * 400
+    assert nn.functional.dropout(x, 0.5, training=False) is x
