@@ -7,7 +7,7 @@ from numba import cuda
 
 from .config import grid
 
-__all__ = ["any_outside_unit_cuda"]
+__all__ = ["any_outside_unit_cuda", "take_rows_cuda", "embedding_mult_cuda"]
 
 
 @cuda.jit
@@ -26,3 +26,51 @@ def any_outside_unit_cuda(x):
     flag = cuda.to_device(np.zeros(1, np.int32))
     _outside_unit[grid(x.size)](x, flag)
     return bool(flag.copy_to_host()[0])
+
+
+# -- embedding -----------------------------------------------------------------------------------
+
+
+@cuda.jit
+def _take_rows(w, idx, out):
+    n, D = out.shape
+    for q in range(cuda.grid(1), n * D, cuda.gridsize(1)):
+        i = q // D
+        out[i, q - i * D] = w[idx[i], q - i * D]
+
+
+def take_rows_cuda(w, idx, out):
+    """out[i, :] = w[idx[i], :] (``np.take(w, idx, axis=0)``); ``idx`` (int64, 1-D) already
+    range-checked."""
+    if out.size:
+        _take_rows[grid(out.size)](w, idx, out)
+
+
+@cuda.jit
+def _count(idx, counts):
+    for i in range(cuda.grid(1), idx.shape[0], cuda.gridsize(1)):
+        cuda.atomic.add(counts, idx[i], 1)
+
+
+@cuda.jit
+def _embedding_mult(idx, counts, use_freq, pad, mult):
+    for i in range(cuda.grid(1), idx.shape[0], cuda.gridsize(1)):
+        j = idx[i]
+        m = 1.0 / counts[j] if use_freq else 1.0
+        if pad >= 0 and j == pad:
+            m = 0.0
+        mult[i] = m
+
+
+def embedding_mult_cuda(idx, V, freq, pad):
+    """Per-entry float64 multiplier of embedding's weight gradient: ``1 / count(idx[i])``
+    when ``freq`` (``np.bincount``'s counts, by atomic adds), 1 otherwise; 0 where
+    ``idx[i] == pad`` (``pad`` >= 0)."""
+    n = idx.shape[0]
+    counts = cuda.to_device(np.zeros(max(V, 1), np.int64))
+    mult = cuda.device_array(max(n, 1), np.float64)
+    if n:
+        if freq:
+            _count[grid(n)](idx, counts)
+        _embedding_mult[grid(n)](idx, counts, bool(freq), int(pad), mult)
+    return mult[:n]

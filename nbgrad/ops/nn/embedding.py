@@ -10,8 +10,10 @@ from ..._tensor import Tensor
 from ...creation import zeros
 from ...grad_mode import STATE
 from ...kernels.cpu import conv as KC, embedding as KE, index as KI
+from ...kernels.cuda.array import DeviceArray
+from ..cuda import kernel_for, xp_of
 from ..registry import op
-from ._common import carray, compute_dtype, needs
+from ._common import carray, compute_dtype, needs, on_cuda
 
 _make = Tensor._make
 
@@ -22,6 +24,8 @@ def _embedding_vjp(node, grads):
     idx = node.array("idx")
     if idx.shape != ishape or idx.dtype.kind not in "iu":
         raise RuntimeError("embedding: the indices were replaced after the forward")
+    if type(idx) is DeviceArray:
+        return (_embedding_vjp_cuda(g, idx, V, D, pad_idx, freq),)
     idx = idx.astype(np.int64).reshape(-1)
     _check_range(idx, V)  # PyTorch skips rows out of range here; nbgrad refuses them
     n = idx.shape[0]
@@ -49,8 +53,43 @@ def _embedding_vjp(node, grads):
     return (zeros((V, D), dtype=g.dtype).scatter_add(0, index, g2),)
 
 
+def _embedding_vjp_cuda(g, idx, V, D, pad_idx, freq):
+    """``_embedding_vjp`` for CUDA indices: the same steps, the per-entry multiplier (the
+    frequency scale, the padding row's zero) from one kernel (kernels/cuda/nn.py)."""
+    from ...kernels.cuda.array import wrap  # lazy: the CUDA path loads on first use
+    from ...kernels.cuda.nn import embedding_mult_cuda  # lazy: the CUDA path
+
+    on_cuda(g)
+    ia = idx.astype(np.int64).reshape(-1)
+    _check_range(ia, V)
+    n = ia.shape[0]
+    if not STATE.enabled:
+        cd = compute_dtype(g._dtype)
+        g3 = carray(g, cd).reshape(1, n, D)
+        if freq:
+            scale = wrap(embedding_mult_cuda(ia.dense(), V, True, -1))
+            g3 = (g3 * scale.astype(cd).reshape(1, n, 1)).contiguous()
+        gw = xp_of(g3).empty((1, V, D), cd)
+        kernel_for(g3, KC.index_add_axis1_cpu)(g3, ia, gw)
+        if pad_idx >= 0:
+            gw[0, pad_idx] = 0
+        return _make(gw.reshape(V, D).astype(g._dtype.np, copy=False))
+    g2 = g.reshape(n, D)
+    if freq or pad_idx >= 0:
+        mult = wrap(embedding_mult_cuda(ia.dense(), V, freq, pad_idx))
+        g2 = g2 * _make(mult.astype(g._data.dtype).reshape(n, 1))
+    index = _make(ia.reshape(n, 1).broadcast_to((n, D)).contiguous())
+    return zeros((V, D), dtype=g.dtype, device=g.device).scatter_add(0, index, g2)
+
+
 def _check_range(ia, V):
-    if KI.first_bad(ia, 0, V) is not None:
+    if type(ia) is DeviceArray:
+        from ...kernels.cuda.index import first_bad_device  # lazy: the CUDA path
+
+        bad = first_bad_device(ia.dense(), 0, V)
+    else:
+        bad = KI.first_bad(ia, 0, V)
+    if bad is not None:
         raise IndexError("index out of range in self")
 
 
@@ -67,7 +106,15 @@ def embedding(input, weight, padding_idx=-1, scale_grad_by_freq=False):
     """Rows ``weight[input]``; ``padding_idx`` (-1: none) gets no gradient."""
     w = weight._data
     _check_range(input._data, w.shape[0])
-    out = np.take(w, input._data.astype(np.int64, copy=False), axis=0)
+    if on_cuda(input, weight):
+        from ...kernels.cuda.nn import take_rows_cuda  # lazy: the CUDA path loads on first use
+
+        ia = input._data.astype(np.int64, copy=False).reshape(-1)
+        out = xp_of(w).empty((ia.shape[0], w.shape[1]), w.dtype)
+        take_rows_cuda(w.dense(), ia.dense(), out.dense())
+        out = out.reshape(tuple(input._data.shape) + (w.shape[1],))
+    else:
+        out = np.take(w, input._data.astype(np.int64, copy=False), axis=0)
     return embedding.op.record(
         out,
         (weight,),
