@@ -7,7 +7,12 @@ from numba import cuda
 
 from .config import grid
 
-__all__ = ["any_outside_unit_cuda", "take_rows_cuda", "embedding_mult_cuda"]
+__all__ = [
+    "any_outside_unit_cuda",
+    "take_rows_cuda",
+    "embedding_mult_cuda",
+    "take_axis1_cuda",
+]
 
 
 @cuda.jit
@@ -74,3 +79,23 @@ def embedding_mult_cuda(idx, V, freq, pad):
             _count[grid(n)](idx, counts)
         _embedding_mult[grid(n)](idx, counts, bool(freq), int(pad), mult)
     return mult[:n]
+
+
+# -- gathers along one axis ----------------------------------------------------------------------
+
+
+@cuda.jit
+def _take_axis1(a, idx, out):
+    A, K, B = out.shape
+    for q in range(cuda.grid(1), A * K * B, cuda.gridsize(1)):
+        b = q % B
+        t = q // B
+        k = t % K
+        out[t // K, k, b] = a[t // K, idx[k], b]
+
+
+def take_axis1_cuda(a, idx, out):
+    """out[i, k, j] = a[i, idx[k], j] (``np.take(a, idx, axis=1)`` of a 3-D view); ``idx``
+    (int64) already in range."""
+    if out.size:
+        _take_axis1[grid(out.size)](a, idx, out)
