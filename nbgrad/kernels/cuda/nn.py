@@ -12,6 +12,7 @@ __all__ = [
     "take_rows_cuda",
     "embedding_mult_cuda",
     "take_axis1_cuda",
+    "any_true_cuda",
 ]
 
 
@@ -99,3 +100,19 @@ def take_axis1_cuda(a, idx, out):
     (int64) already in range."""
     if out.size:
         _take_axis1[grid(out.size)](a, idx, out)
+
+
+@cuda.jit
+def _any_true(x, flag):
+    for i in range(cuda.grid(1), x.shape[0], cuda.gridsize(1)):
+        if x[i]:
+            flag[0] = 1  # (every writer stores the same value: no atomics needed)
+
+
+def any_true_cuda(x):
+    """``x.any()`` of a 1-D device array: one flag read back to the host."""
+    if x.size == 0:
+        return False
+    flag = cuda.to_device(np.zeros(1, np.int32))
+    _any_true[grid(x.size)](x, flag)
+    return bool(flag.copy_to_host()[0])

@@ -11,7 +11,6 @@ nbgrad's own.
 Each vjp runs the backward kernel when no graph is being built; under ``create_graph`` it
 returns the same gradient from nbgrad ops, so double backward and forward-mode AD work."""
 
-
 from ..._tensor import Tensor
 from ...autograd.batching import batched, lead
 from ...creation import zeros_like
