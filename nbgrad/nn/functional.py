@@ -1288,6 +1288,10 @@ def one_hot(tensor, num_classes=-1):
     if tensor._dtype is not _dt.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     a = tensor._data
+    if type(a) is not np.ndarray:
+        from ..ops.cuda.nn import one_hot as _one_hot_cuda  # lazy: the CUDA path
+
+        return _make(_one_hot_cuda(a, num_classes))
     if num_classes == -1:
         if a.size == 0:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")

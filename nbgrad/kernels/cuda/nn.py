@@ -13,6 +13,8 @@ __all__ = [
     "embedding_mult_cuda",
     "take_axis1_cuda",
     "any_true_cuda",
+    "minmax_i64_cuda",
+    "one_hot_cuda",
 ]
 
 
@@ -116,3 +118,35 @@ def any_true_cuda(x):
     flag = cuda.to_device(np.zeros(1, np.int32))
     _any_true[grid(x.size)](x, flag)
     return bool(flag.copy_to_host()[0])
+
+
+# -- one_hot -------------------------------------------------------------------------------------
+
+
+@cuda.jit
+def _minmax(a, res):
+    for i in range(cuda.grid(1), a.shape[0], cuda.gridsize(1)):
+        cuda.atomic.min(res, 0, a[i])
+        cuda.atomic.max(res, 1, a[i])
+
+
+def minmax_i64_cuda(a):
+    """(min, max) of a non-empty 1-D int64 device array: two numbers read back to the host."""
+    res = cuda.to_device(np.array([np.iinfo(np.int64).max, np.iinfo(np.int64).min], np.int64))
+    _minmax[grid(a.shape[0])](a, res)
+    lo, hi = res.copy_to_host()
+    return int(lo), int(hi)
+
+
+@cuda.jit
+def _one_hot(a, out):
+    n, C = out.shape
+    for q in range(cuda.grid(1), n * C, cuda.gridsize(1)):
+        i = q // C
+        out[i, q - i * C] = 1 if a[i] == q - i * C else 0
+
+
+def one_hot_cuda(a, out):
+    """out[i, c] = (a[i] == c) for a 1-D int64 ``a`` (values already in range)."""
+    if out.size:
+        _one_hot[grid(out.size)](a, out)
