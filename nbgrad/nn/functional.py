@@ -1649,7 +1649,12 @@ def embedding_bag(
             )
         if input.shape[1] == 0:
             raise RuntimeError("step must be nonzero")
-        offsets = _make(np.arange(0, input.numel(), input.shape[1], dtype=input._data.dtype))
+        offsets = np.arange(0, input.numel(), input.shape[1], dtype=input._data.dtype)
+        if type(input._data) is not np.ndarray:  # (made from the sizes alone)
+            from ..kernels.cuda.array import from_host  # lazy: the CUDA path loads on first use
+
+            offsets = from_host(offsets)
+        offsets = _make(offsets)
         include_last_offset = False
         input = input.reshape(-1)
         if psw is not None:

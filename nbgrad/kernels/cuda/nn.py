@@ -3,9 +3,10 @@ numpy rather than a kernels/cpu kernel, so there is no twin to call: argument ch
 one flag back to the host, and the like.  Grid-stride loops, correct for any launch."""
 
 import numpy as np
-from numba import cuda
+from numba import cuda, int64
 
-from .config import grid
+from .blockred import read_first, sentinel
+from .config import SIM, grid
 
 __all__ = [
     "any_outside_unit_cuda",
@@ -15,6 +16,12 @@ __all__ = [
     "any_true_cuda",
     "minmax_i64_cuda",
     "one_hot_cuda",
+    "first_decrease_cuda",
+    "bag_of_cuda",
+    "bag_mean_mult_cuda",
+    "bag_freq_scale_cuda",
+    "nonzero_1d_cuda",
+    "bag_live_cuda",
 ]
 
 
@@ -150,3 +157,158 @@ def one_hot_cuda(a, out):
     """out[i, c] = (a[i] == c) for a 1-D int64 ``a`` (values already in range)."""
     if out.size:
         _one_hot[grid(out.size)](a, out)
+
+
+# -- embedding_bag -------------------------------------------------------------------------------
+
+
+@cuda.jit
+def _first_decrease(oa, res):
+    for k in range(cuda.grid(1), oa.shape[0] - 1, cuda.gridsize(1)):
+        if oa[k + 1] < oa[k]:
+            cuda.atomic.min(res, 0, k)
+
+
+def first_decrease_cuda(oa):
+    """The first k with oa[k + 1] < oa[k] (1-D int64 device array), or -1: one number read
+    back."""
+    n = oa.shape[0]
+    if n < 2:
+        return -1
+    res = sentinel(n)
+    _first_decrease[grid(n)](oa, res)
+    return read_first(res, n)
+
+
+@cuda.jit
+def _bag_of(starts, ends, bag_of):
+    for b in range(cuda.grid(1), starts.shape[0], cuda.gridsize(1)):
+        for i in range(starts[b], ends[b]):
+            bag_of[i] = b
+
+
+def bag_of_cuda(starts, ends, bag_of):
+    """bag_of[i] = b for i in [starts[b], ends[b]) (validated offsets: the ranges are disjoint
+    and in bounds); other entries keep their value."""
+    if starts.shape[0]:
+        _bag_of[grid(starts.shape[0])](starts, ends, bag_of)
+
+
+@cuda.jit
+def _bag_mean_mult(bag_of, count, mult):
+    for i in range(cuda.grid(1), bag_of.shape[0], cuda.gridsize(1)):
+        b = bag_of[i]
+        if b >= 0:
+            c = count[b]
+            mult[i] = 1.0 / (c if c > 1 else 1)
+        else:
+            mult[i] = 0.0
+
+
+def bag_mean_mult_cuda(bag_of, count, mult):
+    """mult[i] = 1 / max(count[bag_of[i]], 1) for entries in a bag, else 0 (float64)."""
+    if bag_of.shape[0]:
+        _bag_mean_mult[grid(bag_of.shape[0])](bag_of, count, mult)
+
+
+@cuda.jit
+def _freq_prefix(counts, rank, cum):
+    # one thread: exclusive count of distinct values below v, inclusive count of entries <= v
+    if cuda.grid(1) == 0:
+        r = 0
+        c = 0
+        for v in range(counts.shape[0]):
+            rank[v] = r
+            if counts[v] > 0:
+                r += 1
+            c += counts[v]
+            cum[v] = c
+
+
+@cuda.jit
+def _freq_scale(idx, counts, rank, cum, out):
+    V = counts.shape[0]
+    for i in range(cuda.grid(1), idx.shape[0], cuda.gridsize(1)):
+        r = rank[idx[i]]
+        lo = 0
+        hi = V - 1
+        while lo < hi:  # the smallest u with cum[u] > r: sorted(idx)[r]
+            mid = (lo + hi) // 2
+            if cum[mid] > r:
+                hi = mid
+            else:
+                lo = mid + 1
+        out[i] = 1.0 / counts[lo]
+
+
+def bag_freq_scale_cuda(idx, V, out):
+    """NOTE [bag frequency scale] (ops/nn/embedding.py): out[i] = 1 / count(sorted(idx)[k])
+    where k is the rank of idx[i] among the distinct indices (float64; ``idx`` in [0, V))."""
+    n = idx.shape[0]
+    if not n:
+        return
+    counts = cuda.to_device(np.zeros(V, np.int64))
+    _count[grid(n)](idx, counts)
+    rank = cuda.device_array(V, np.int64)
+    cum = cuda.device_array(V, np.int64)
+    _freq_prefix[1, 1](counts, rank, cum)
+    _freq_scale[grid(n)](idx, counts, rank, cum, out)
+
+
+_CT = 8 if SIM else 256  # threads of the one-block compaction
+
+
+@cuda.jit
+def _compact(flag, pos, total):
+    sm = cuda.shared.array(_CT, int64)
+    t = cuda.threadIdx.x
+    n = flag.shape[0]
+    chunk = (n + _CT - 1) // _CT
+    lo = min(t * chunk, n)
+    hi = min(lo + chunk, n)
+    c = 0
+    for i in range(lo, hi):
+        if flag[i]:
+            c += 1
+    sm[t] = c
+    cuda.syncthreads()
+    if t == 0:  # exclusive prefix over the threads' counts
+        acc = 0
+        for k in range(_CT):
+            v = sm[k]
+            sm[k] = acc
+            acc += v
+        total[0] = acc
+    cuda.syncthreads()
+    w = sm[t]
+    for i in range(lo, hi):
+        if flag[i]:
+            pos[w] = i
+            w += 1
+
+
+def nonzero_1d_cuda(flag):
+    """The positions of the true entries of a 1-D device array, in order (``np.nonzero``):
+    one block, a chunk per thread; the count is read back to size the result."""
+    n = flag.shape[0]
+    pos = cuda.device_array(max(n, 1), np.int64)
+    total = cuda.to_device(np.zeros(1, np.int64))
+    if n:
+        _compact[1, _CT](flag, pos, total)
+    m = int(total.copy_to_host()[0])
+    return pos[:m]
+
+
+@cuda.jit
+def _bag_live(bag_of, idx, pad, flag):
+    for i in range(cuda.grid(1), idx.shape[0], cuda.gridsize(1)):
+        flag[i] = 1 if bag_of[i] >= 0 and idx[i] != pad else 0
+
+
+def bag_live_cuda(bag_of, idx, pad):
+    """flag[i] = entry i is in a bag and not padding (int8 device array)."""
+    n = idx.shape[0]
+    flag = cuda.device_array(max(n, 1), np.int8)
+    if n:
+        _bag_live[grid(n)](bag_of, idx, int(pad), flag)
+    return flag[:n]

@@ -156,6 +156,8 @@ def _offsets_repr(v, t):
 def _bags(ia, oa, include_last_offset, offsets=None):
     """Validate the offsets ``oa`` of the flat indices ``ia`` (NOTE [user indices]) and return
     (starts, ends, bag_of): the bags' entry ranges and each entry's bag (-1: none)."""
+    if type(ia) is DeviceArray:
+        return _bags_cuda(ia, oa, include_last_offset, offsets)
     n = ia.shape[0]
     oa = oa.astype(np.int64, copy=False).reshape(-1)
     if oa.shape[0]:
@@ -190,8 +192,60 @@ def _bags(ia, oa, include_last_offset, offsets=None):
     return np.ascontiguousarray(starts), np.ascontiguousarray(ends), bag_of
 
 
+def _item(a, i):
+    """``int(a[i])``; for a device array one number read back."""
+    v = a[i]
+    return int(v.to_host() if type(v) is DeviceArray else v)
+
+
+def _bags_cuda(ia, oa, include_last_offset, offsets):
+    """``_bags`` on the device: the same checks in the same order (the numbers a message
+    needs read back one by one), the bags' ranges as views of the offsets, ``bag_of`` by a
+    kernel."""
+    from ...kernels.cuda.index import first_bad_device  # lazy: the CUDA path loads on first use
+    from ...kernels.cuda.nn import bag_of_cuda, first_decrease_cuda  # lazy: the CUDA path
+
+    n = ia.shape[0]
+    oa = oa.astype(np.int64, copy=False).reshape(-1).contiguous()
+    m = oa.shape[0]
+    if m:
+        first = _item(oa, 0)
+        if first != 0:
+            raise RuntimeError(
+                "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start "
+                "from position 0. However, got %s" % _offsets_repr(first, offsets)
+            )
+        last = _item(oa, m - 1)
+        if last > n:
+            raise RuntimeError(
+                "offsets[-1] can not be greater than input's length %d but got offsets[-1] of %d"
+                % (n, last)
+            )
+        if first_bad_device(oa.dense(), 0, n + 1) is not None:
+            raise IndexError("index out of range in self")
+        k = first_decrease_cuda(oa.dense())
+        if k >= 0:
+            raise RuntimeError(
+                "embedding_bag: offsets must be non-decreasing, but got offsets[%d] = %d > "
+                "offsets[%d] = %d" % (k, _item(oa, k), k + 1, _item(oa, k + 1))
+            )
+    xp = xp_of(oa)
+    if include_last_offset:
+        starts, ends = oa[:-1], oa[1:]
+    elif m:
+        starts, ends = oa, xp.empty(m, np.int64)
+        ends[: m - 1] = oa[1:]
+        ends[m - 1] = n
+    else:
+        starts = ends = oa
+    starts, ends = starts.contiguous(), ends.contiguous()
+    bag_of = xp.full(n, -1, np.int64)
+    bag_of_cuda(starts.dense(), ends.dense(), bag_of.dense())
+    return starts, ends, bag_of
+
+
 def _bag_index_error(ia, pos, V, mode):
-    v = int(ia[pos])
+    v = _item(ia, pos)
     if mode == KE.MAX:
         return RuntimeError(
             "embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be %d" % v
@@ -202,7 +256,7 @@ def _bag_index_error(ia, pos, V, mode):
 
 
 def _check_bag_indices(ia, V, mode):
-    bad = KI.first_out_of_range_cpu(ia, 0, V) if ia.shape[0] else -1
+    bad = kernel_for(ia, KI.first_out_of_range_cpu)(ia, 0, V) if ia.shape[0] else -1
     if bad >= 0:
         raise _bag_index_error(ia, bad, V, mode)
 
@@ -233,6 +287,8 @@ def _bag_state(node):
 def _bag_mult(node, ia, bag_of, psw):
     """Per-entry multiplier of the weight gradient (sum / mean), or None when all ones."""
     V, mode, pad, ilo, freq, n, B = node.attrs
+    if type(bag_of) is DeviceArray:
+        return _bag_mult_cuda(node, ia, bag_of)
     mult = None
     if mode == KE.MEAN:  # the bag sizes of the forward
         inbag = bag_of >= 0
@@ -246,6 +302,71 @@ def _bag_mult(node, ia, bag_of, psw):
     return mult
 
 
+def _bag_mult_cuda(node, ia, bag_of):
+    """``_bag_mult`` on the device (kernels/cuda/nn.py)."""
+    from ...kernels.cuda import nn as KN  # lazy: the CUDA path loads on first use
+
+    V, mode, pad, ilo, freq, n, B = node.attrs
+    xp = xp_of(bag_of)
+    mult = None
+    if mode == KE.MEAN:  # the bag sizes of the forward
+        mult = xp.empty(n, np.float64)
+        KN.bag_mean_mult_cuda(bag_of.dense(), node.array("count").dense(), mult.dense())
+    if freq:  # NOTE [bag frequency scale]
+        scale = xp.empty(n, np.float64)
+        KN.bag_freq_scale_cuda(ia.dense(), V, scale.dense())
+        mult = scale if mult is None else mult * scale
+    return mult
+
+
+def _gather(a, pos):
+    """``a[pos]`` of a 1-D device array at the int64 positions ``pos`` (in range)."""
+    from ...kernels.cuda.index import gather_flat_cuda  # lazy: the CUDA path loads on first use
+
+    out = xp_of(a).empty(pos.shape[0], a.dtype)
+    gather_flat_cuda(a.contiguous().dense(), pos.dense(), out.dense())
+    return out
+
+
+def _embedding_bag_graph_cuda(node, g, ia, bag_of, psw):
+    """The create_graph gradients of ``_embedding_bag_vjp`` for CUDA arrays: the same ops,
+    the positions (``np.nonzero``) from a stable compaction kernel."""
+    from ...kernels.cuda import nn as KN  # lazy: the CUDA path loads on first use
+    from ...kernels.cuda.array import wrap  # lazy: the CUDA path loads on first use
+
+    V, mode, pad, ilo, freq, n, B = node.attrs
+    D = g.shape[1]
+    dev = g.device
+    if mode == KE.MAX:
+        mi = node.array("maxidx")
+        if D:  # (maxidx + 1 is 0 exactly for the empty bags' -1)
+            full = wrap(KN.nonzero_1d_cuda((mi[:, 0] + 1).dense()))
+        else:
+            full = xp_of(mi).zeros(0, np.int64)
+        rows = g.index_select(0, _make(full))
+        index = _make(mi).index_select(0, _make(full))
+        gw = zeros((V, D), dtype=g.dtype, device=dev).scatter_add(0, index, rows)
+        return gw, None
+    pos = wrap(KN.nonzero_1d_cuda(KN.bag_live_cuda(bag_of.dense(), ia.dense(), pad)))
+    rows = g.index_select(0, _make(_gather(bag_of, pos)))
+    gw = gp = None
+    if needs(node, 0):
+        r = rows
+        mult = _bag_mult(node, ia, bag_of, psw)
+        if mult is not None:
+            r = r * _make(_gather(mult, pos).astype(g._data.dtype).reshape(-1, 1))
+        if psw is not None:
+            r = r * psw.index_select(0, _make(pos)).reshape(-1, 1)
+        ip = _gather(ia, pos)
+        index = ip.reshape(-1, 1).broadcast_to((pos.shape[0], D)).contiguous()
+        gw = zeros((V, D), dtype=g.dtype, device=dev).scatter_add(0, _make(index), r)
+    if needs(node, 1):
+        w = node.unpack("w")
+        val = (rows * w.index_select(0, _make(_gather(ia, pos)))).sum(1)
+        gp = zeros(n, dtype=g.dtype, device=dev).scatter_add(0, _make(pos), val)
+    return gw, gp
+
+
 def _embedding_bag_vjp(node, grads):
     g = grads[0]
     V, mode, pad, ilo, freq, n, B = node.attrs
@@ -256,10 +377,12 @@ def _embedding_bag_vjp(node, grads):
     gw = gp = None
     if not STATE.enabled:
         ga = carray(g, cd).reshape(B, D)
+        xp = xp_of(ga)
         if needs(node, 0):
-            out = np.empty((V, D), cd)
+            out = xp.empty((V, D), cd)
             if mode == KE.MAX:
-                if KE.embedding_bag_max_bwd_cpu(ga, node.array("maxidx"), out) >= 0:
+                maxidx = node.array("maxidx")
+                if kernel_for(ga, KE.embedding_bag_max_bwd_cpu)(ga, maxidx, out) >= 0:
                     raise RuntimeError("embedding_bag: a saved max index is out of range")
                 bad = -1
             else:
@@ -267,20 +390,24 @@ def _embedding_bag_vjp(node, grads):
                 if psw is not None:
                     pm = carray(psw, np.float64)
                     mult = pm if mult is None else mult * pm
-                mult = np.ones(n) if mult is None else mult
-                bad = KE.embedding_bag_bwd_cpu(ga, ia, bag_of, mult.astype(cd), pad, out)
+                mult = xp.ones(n, np.float64) if mult is None else mult
+                bwd = kernel_for(ga, KE.embedding_bag_bwd_cpu)
+                bad = bwd(ga, ia, bag_of, mult.astype(cd), pad, out)
             if bad >= 0:
                 raise _bag_index_error(ia, bad, V, mode)
             gw = _make(out.astype(g._dtype.np, copy=False))
         if needs(node, 1):
-            out = np.empty(n, cd)
+            out = xp.empty(n, cd)
             w = node.unpack("w")
-            bad = KE.embedding_bag_psw_bwd_cpu(ga, carray(w, cd), ia, bag_of, pad, out)
+            psw_bwd = kernel_for(ga, KE.embedding_bag_psw_bwd_cpu)
+            bad = psw_bwd(ga, carray(w, cd), ia, bag_of, pad, out)
             if bad >= 0:
                 raise _bag_index_error(ia, bad, V, mode)
             gp = _make(out.astype(g._dtype.np, copy=False))
         return gw, gp
     # create_graph: the same gradients from nbgrad ops (differentiable again)
+    if type(g._data) is DeviceArray:
+        return _embedding_bag_graph_cuda(node, g, ia, bag_of, psw)
     if mode == KE.MAX:
         mi = node.array("maxidx")
         full = np.nonzero(mi[:, 0] >= 0)[0] if D else np.zeros(0, np.int64)
@@ -328,6 +455,7 @@ def embedding_bag(
     ``offsets``); ``padding_idx`` (-1: none) entries are skipped.  F.embedding_bag handles 2-D
     input and PyTorch's argument checks before this one."""
     mode_i = _BAG_MODES[mode]
+    on_cuda(input, weight, offsets, per_sample_weights)
     V, D = weight.shape
     ia = input._data.astype(np.int64, copy=False).reshape(-1)
     starts, ends, bag_of = _bags(ia, offsets._data, include_last_offset, offsets)
@@ -336,11 +464,12 @@ def embedding_bag(
     cd = compute_dtype(weight._dtype)
     wa = carray(weight, cd)
     psw = per_sample_weights
-    pa = carray(psw, cd) if psw is not None else np.zeros(0, cd)
-    out = np.empty((B, D), cd)
-    maxidx = np.empty((B, D), np.int64)
-    count = np.empty(B, np.int64)
-    bad = KE.embedding_bag_fwd_cpu(
+    xp = xp_of(wa)
+    pa = carray(psw, cd) if psw is not None else xp.zeros(0, cd)
+    out = xp.empty((B, D), cd)
+    maxidx = xp.empty((B, D), np.int64)
+    count = xp.empty(B, np.int64)
+    bad = kernel_for(wa, KE.embedding_bag_fwd_cpu)(
         wa, ia, starts, ends, pa, psw is not None, mode_i, padding_idx, out, maxidx, count
     )
     if bad >= 0:
