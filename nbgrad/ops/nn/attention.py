@@ -54,8 +54,8 @@ def additive_mask(mask, dtype):
         return _make(
             run(
                 "sdpa_mask",
-                ("m", "z", "n"),
-                "where(m, z, n)",
+                ("m", "zero", "ninf"),
+                "where(m, zero, ninf)",
                 npd.name,
                 vals,
                 param_types={"m": "bool"},
