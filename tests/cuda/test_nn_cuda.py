@@ -173,6 +173,21 @@ def test_embedding_padding_freq_and_range():
     _raises_same(lambda i, w: F.embedding(i, w), [np.array([0, 5]), w])
 
 
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, 3.0, float("inf")])
+def test_embedding_max_norm_renormalises_in_place(norm_type):
+    idx, w = np.array([[0, 2, 2], [3, 2, 0]]), randn(5, 3) * 2
+    got = []
+    for dev in ("cpu", "cuda"):
+        wt = nbgrad.tensor(w).to(dev)
+        out = F.embedding(nbgrad.tensor(idx).to(dev), wt, max_norm=1.5, norm_type=norm_type)
+        got.append((out.cpu().numpy(), wt.cpu().numpy(), wt._version))
+    np.testing.assert_allclose(got[1][0], got[0][0], **TOL)
+    np.testing.assert_allclose(got[1][1], got[0][1], **TOL)
+    assert got[1][2] == got[0][2]
+    _raises_same(lambda i, w: F.embedding(i, w, max_norm=1.0), [np.array([1, 7, -9]), w])
+    _raises_same(lambda i, w: F.embedding(i, w, max_norm=1.0), [np.array([1, 7, 6]), w])
+
+
 def test_embedding_bag_modes():
     idx, off, w = np.array([4, 1, 2, 0, 4, 3, 1]), np.array([0, 2, 2, 5]), randn(5, 3)
     for kw in (

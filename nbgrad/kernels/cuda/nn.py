@@ -2,8 +2,10 @@
 numpy rather than a kernels/cpu kernel, so there is no twin to call: argument checks that read
 one flag back to the host, and the like.  Grid-stride loops, correct for any launch."""
 
+import math
+
 import numpy as np
-from numba import cuda, int64
+from numba import cuda, float64, int64
 
 from .blockred import read_first, sentinel
 from .config import SIM, grid
@@ -22,6 +24,8 @@ __all__ = [
     "bag_freq_scale_cuda",
     "nonzero_1d_cuda",
     "bag_live_cuda",
+    "min_at_least_cuda",
+    "embedding_renorm_cuda",
 ]
 
 
@@ -312,3 +316,73 @@ def bag_live_cuda(bag_of, idx, pad):
     if n:
         _bag_live[grid(n)](bag_of, idx, int(pad), flag)
     return flag[:n]
+
+
+# -- embedding max_norm renormalisation ----------------------------------------------------------
+
+
+@cuda.jit
+def _min_at_least(a, lo, res):
+    for i in range(cuda.grid(1), a.shape[0], cuda.gridsize(1)):
+        if a[i] >= lo:
+            cuda.atomic.min(res, 0, a[i])
+
+
+def min_at_least_cuda(a, lo):
+    """The smallest value >= ``lo`` of a non-empty 1-D int64 device array (one number read
+    back; int64 max when there is none)."""
+    res = cuda.to_device(np.array([np.iinfo(np.int64).max], np.int64))
+    _min_at_least[grid(a.shape[0])](a, lo, res)
+    return int(res.copy_to_host()[0])
+
+
+@cuda.jit
+def _mark(idx, present):
+    for i in range(cuda.grid(1), idx.shape[0], cuda.gridsize(1)):
+        present[idx[i]] = 1
+
+
+@cuda.jit
+def _renorm(w, present, max_norm, p, changed):
+    V, D = w.shape
+    for r in range(cuda.grid(1), V, cuda.gridsize(1)):
+        if not present[r]:
+            continue
+        acc = float64(0.0)
+        for d in range(D):
+            a = abs(float64(w[r, d]))
+            if p == math.inf:
+                acc = max(acc, a) if d else a
+            elif p == -math.inf:
+                acc = min(acc, a) if d else a
+            elif p == 0:
+                acc += 1.0 if a != 0 else 0.0
+            elif p == 1:
+                acc += a
+            elif p == 2:
+                acc += a * a
+            else:
+                acc += a**p
+        if p == 2:
+            acc = math.sqrt(acc)
+        elif p != 0 and p != 1 and p != math.inf and p != -math.inf:
+            acc = acc ** (1.0 / p)
+        if acc > max_norm:
+            scale = max_norm / (acc + 1e-7)
+            for d in range(D):
+                w[r, d] = float64(w[r, d]) * scale
+            changed[0] = 1  # (every writer stores the same value)
+
+
+def embedding_renorm_cuda(w, idx, max_norm, norm_type):
+    """Rows ``idx`` (int64, in [0, V)) of ``w`` (V, D) with a ``norm_type``-norm (float64,
+    summed in order) above ``max_norm`` scaled in place to ``max_norm / (norm + 1e-7)`` times
+    themselves, each row once however often it repeats; returns whether any row changed."""
+    V = w.shape[0]
+    if not (idx.shape[0] and V):
+        return False
+    present = cuda.to_device(np.zeros(V, np.int8))
+    _mark[grid(idx.shape[0])](idx, present)
+    changed = cuda.to_device(np.zeros(1, np.int32))
+    _renorm[grid(V)](w, present, float(max_norm), float(norm_type), changed)
+    return bool(changed.copy_to_host()[0])

@@ -126,6 +126,8 @@ def embedding(input, weight, padding_idx=-1, scale_grad_by_freq=False):
 def embedding_renorm_(weight, input, max_norm, norm_type):
     """Rescale, in place, the rows of ``weight`` that ``input`` looks up to norm <= max_norm."""
     V = weight.shape[0]
+    if on_cuda(weight, input):
+        return _renorm_cuda(weight, input, max_norm, norm_type)
     rows = np.unique(input._data.reshape(-1)).astype(np.int64)
     bad = KI.first_bad(rows, -V, V)  # PyTorch selects the sorted unique rows one by one
     if bad is not None:
@@ -140,6 +142,32 @@ def embedding_renorm_(weight, input, max_norm, norm_type):
     if np.any(big):
         scale = max_norm / (norms[big] + 1e-7)
         w[rows[big]] = (w[rows[big]] * scale[:, None]).astype(w.dtype)
+        weight._vc[0] += 1
+
+
+def _renorm_cuda(weight, input, max_norm, norm_type):
+    """``embedding_renorm_`` on the device: the same checks (the first bad value of the sorted
+    unique indices, found from the min and max read back), then one kernel rescaling each
+    looked-up row once (kernels/cuda/nn.py)."""
+    from ...kernels.cuda import nn as KN  # lazy: the CUDA path loads on first use
+
+    V = weight.shape[0]
+    flat = input._data.astype(np.int64, copy=False).reshape(-1).contiguous().dense()
+    if not flat.shape[0]:
+        return
+    lo, hi = KN.minmax_i64_cuda(flat)
+    bad = lo if lo < -V else (KN.min_at_least_cuda(flat, V) if hi >= V else None)
+    if bad is not None:
+        raise IndexError(
+            "select(): index %d out of range for tensor of size %s at dimension 0"
+            % (bad, list(weight.shape))
+        )
+    if lo < 0:
+        raise IndexError("index out of range in self")
+    w = weight._data
+    if not w.is_c_contiguous:
+        raise RuntimeError("nbgrad: embedding max_norm needs a contiguous CUDA weight")
+    if KN.embedding_renorm_cuda(w.dense(), flat, max_norm, norm_type):
         weight._vc[0] += 1
 
 
