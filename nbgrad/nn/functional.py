@@ -1311,6 +1311,10 @@ def one_hot(tensor, num_classes=-1):
     if tensor._dtype is not _dt.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     a = tensor._data
+    if type(a) is not np.ndarray:
+        from ..ops.cuda.nn import one_hot as _one_hot_cuda  # lazy: the CUDA path
+
+        return _make(_one_hot_cuda(a, num_classes))
     if num_classes == -1:
         if a.size == 0:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
@@ -1668,7 +1672,12 @@ def embedding_bag(
             )
         if input.shape[1] == 0:
             raise RuntimeError("step must be nonzero")
-        offsets = _make(np.arange(0, input.numel(), input.shape[1], dtype=input._data.dtype))
+        offsets = np.arange(0, input.numel(), input.shape[1], dtype=input._data.dtype)
+        if type(input._data) is not np.ndarray:  # (made from the sizes alone)
+            from ..kernels.cuda.array import from_host  # lazy: the CUDA path loads on first use
+
+            offsets = from_host(offsets)
+        offsets = _make(offsets)
         include_last_offset = False
         input = input.reshape(-1)
         if psw is not None:

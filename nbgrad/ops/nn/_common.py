@@ -4,6 +4,8 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...grad_mode import STATE
+from ...kernels.cuda.array import DeviceArray
+from ..cuda import device_of
 
 
 def compute_dtype(dt):
@@ -12,8 +14,22 @@ def compute_dtype(dt):
 
 
 def carray(t, cd):
-    """A C-contiguous compute-dtype array of tensor ``t`` (no copy when it already is one)."""
-    return np.ascontiguousarray(t._data, dtype=cd)
+    """A C-contiguous compute-dtype array of tensor ``t`` (no copy when it already is one),
+    on ``t``'s device."""
+    a = t._data
+    if type(a) is DeviceArray:  # NOTE [device storage]
+        return a.astype(cd, copy=False).contiguous()
+    return np.ascontiguousarray(a, dtype=cd)
+
+
+def on_cuda(*tensors):
+    """Whether the operands (tensors or None) live on CUDA; raises PyTorch's same-device error
+    when they are split between devices (``device_of``)."""
+    for t in tensors:
+        if t is not None and type(t._data) is DeviceArray:
+            device_of(*tensors)
+            return True
+    return False
 
 
 def needs(node, i):

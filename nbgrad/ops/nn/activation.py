@@ -7,6 +7,7 @@ import numpy as np
 from ..._tensor import Tensor, _wrap_dim
 from ...grad_mode import STATE
 from ...kernels.cpu import activation as KA
+from ..cuda import kernel_for, xp_of
 from ..registry import REGISTRY, op
 from ._common import carray, compute_dtype
 
@@ -32,8 +33,8 @@ def _glu_vjp(node, grads):
     shape = tuple(x.shape)
     cd = compute_dtype(g._dtype)
     x3 = carray(x, cd).reshape(_split3(shape, d))
-    gx = np.empty(x3.shape, cd)
-    KA.glu_bwd_cpu(x3, carray(g, cd).reshape(x3.shape[0], x3.shape[2]), gx)
+    gx = xp_of(x3).empty(x3.shape, cd)
+    kernel_for(x3, KA.glu_bwd_cpu)(x3, carray(g, cd).reshape(x3.shape[0], x3.shape[2]), gx)
     return (_make(gx.reshape(shape).astype(g._dtype.np, copy=False)),)
 
 
@@ -51,7 +52,7 @@ def glu(x, dim=-1):
         raise NotImplementedError("\"glu_cpu\" not implemented for '%s'" % x._dtype._legacy)
     cd = compute_dtype(x._dtype)
     x3 = carray(x, cd).reshape(_split3(shape, d))
-    out = np.empty((x3.shape[0], x3.shape[2]), cd)
-    KA.glu_fwd_cpu(x3, out)
+    out = xp_of(x3).empty((x3.shape[0], x3.shape[2]), cd)
+    kernel_for(x3, KA.glu_fwd_cpu)(x3, out)
     res = out.reshape(shape[:d] + (shape[d] // 2,) + shape[d + 1 :])
     return glu.op.record(res.astype(x._dtype.np, copy=False), (x,), attrs=(d,))

@@ -21,11 +21,13 @@ from ... import dtypes as _dt
 from ..._tensor import Tensor
 from ...grad_mode import STATE
 from ...kernels.cpu import attention as KA
+from ...kernels.cuda.array import DeviceArray
 from .. import pointwise_fns as _pw
+from ..cuda import kernel_for, xp_of
 from ..linalg import matmul
 from ..registry import op
 from ..softmax import softmax
-from ._common import carray, compute_dtype, needs
+from ._common import carray, compute_dtype, needs, on_cuda
 
 CPU = {"cpu": KA}
 _make = Tensor._make
@@ -43,7 +45,34 @@ def additive_mask(mask, dtype):
     -inf where False, in ``dtype``; a float mask unchanged."""
     if mask is None or mask._dtype is not _dt.bool:
         return mask
-    return _make(np.where(mask._data, 0.0, -np.inf).astype(dtype.np))
+    m = mask._data
+    if type(m) is DeviceArray:
+        from ...kernels.cuda.elementwise import run  # lazy: the CUDA path loads on first use
+
+        npd = np.dtype(dtype.np)
+        vals = (m, 0.0, -math.inf)
+        return _make(
+            run(
+                "sdpa_mask",
+                ("m", "zero", "ninf"),
+                "where(m, zero, ninf)",
+                npd.name,
+                vals,
+                param_types={"m": "bool"},
+            )
+        )
+    return _make(np.where(m, 0.0, -np.inf).astype(dtype.np))
+
+
+def _tril(L, S, like):
+    """PyTorch's causal mask (True on and below the diagonal), on ``like``'s device (made
+    from the sizes alone)."""
+    keep = np.tril(np.ones((L, S), np.bool_))
+    if type(like._data) is DeviceArray:
+        from ...kernels.cuda.array import from_host  # lazy: the CUDA path loads on first use
+
+        keep = from_host(keep)
+    return _make(keep)
 
 
 def use_fused(q, k, v, mask, dropout_p, enable_gqa):
@@ -82,14 +111,14 @@ def use_fused(q, k, v, mask, dropout_p, enable_gqa):
     return q._dtype in (_dt.float32, _dt.float64, _dt.float16)
 
 
-def _mask4(mask, cd):
+def _mask4(mask, cd, like):
     """The additive mask as a C-contiguous 4-D compute-dtype array, unexpanded."""
     if mask is None:
-        return np.zeros((1, 1, 1, 1), cd)
+        return xp_of(like).zeros((1, 1, 1, 1), cd)
     m = mask._data
     if m.ndim == 2:
         m = m.reshape((1, 1) + m.shape)
-    return np.ascontiguousarray(m, dtype=cd)
+    return xp_of(m).ascontiguousarray(m, dtype=cd)
 
 
 def _heads(t, G):
@@ -113,7 +142,14 @@ def safe_softmax(s):
     """PyTorch's ``_safe_softmax`` over the last dim: a row that is all -inf gives zeros (and
     zero gradients), any other row the softmax (NaN stays NaN)."""
     dead = (s == -math.inf).all(-1, keepdim=True)
-    if not dead._data.any():
+    d = dead._data
+    if type(d) is DeviceArray:
+        from ...kernels.cuda.nn import any_true_cuda  # lazy: the CUDA path loads on first use
+
+        found = any_true_cuda(d.contiguous().reshape(-1).dense())
+    else:
+        found = d.any()
+    if not found:
         return softmax(s, -1)
     return _pw.where(dead, 0.0, softmax(_pw.where(dead, 0.0, s), -1))
 
@@ -124,8 +160,7 @@ def probs(q, k, mask, is_causal, scale):
     if mask is not None:
         s = s + mask
     if is_causal:
-        L, S = q.shape[-2], k.shape[-2]
-        keep = _make(np.tril(np.ones((L, S), np.bool_)))
+        keep = _tril(q.shape[-2], k.shape[-2], q)
         s = s.masked_fill(keep.logical_not(), -math.inf)
     return safe_softmax(s)
 
@@ -133,15 +168,16 @@ def probs(q, k, mask, is_causal, scale):
 def _fused_grads(node, g, q, k, v, mask, is_causal, scale):
     cd = compute_dtype(q._dtype)
     qa, ka, va = carray(q, cd), carray(k, cd), carray(v, cd)
-    dq, dk, dv = np.empty_like(qa), np.empty_like(ka), np.empty_like(va)
-    KA.sdpa_bwd_cpu(
+    xp = xp_of(qa)
+    dq, dk, dv = xp.empty_like(qa), xp.empty_like(ka), xp.empty_like(va)
+    kernel_for(qa, KA.sdpa_bwd_cpu)(
         qa,
         ka,
         va,
-        _mask4(mask, cd),
+        _mask4(mask, cd, qa),
         is_causal,
         cd.type(scale),
-        np.ascontiguousarray(node.array("out"), dtype=cd),
+        xp.ascontiguousarray(node.array("out"), dtype=cd),
         carray(g, cd),
         node.array("lse"),
         dq,
@@ -204,13 +240,17 @@ def scaled_dot_product_attention(q, k, v, mask=None, is_causal=False, scale=None
     calls it when PyTorch would run its fused kernel (NOTE [attention paths]).  The mask is an
     input slot too: PyTorch sends a mask that requires grad to the composite path, but a mask
     with a forward-mode tangent reaches this op, and its tangent must not be dropped."""
+    on_cuda(q, k, v, mask)
     cd = compute_dtype(q._dtype)
     B, H, L, E = q.shape
     sc = default_scale(E, scale)
     qa, ka, va = carray(q, cd), carray(k, cd), carray(v, cd)
-    out = np.empty((B, H, L, v.shape[3]), cd)
-    lse = np.empty((B, H, L), cd)
-    KA.sdpa_fwd_cpu(qa, ka, va, _mask4(mask, cd), bool(is_causal), cd.type(sc), out, lse)
+    xp = xp_of(qa)
+    out = xp.empty((B, H, L, v.shape[3]), cd)
+    lse = xp.empty((B, H, L), cd)
+    kernel_for(qa, KA.sdpa_fwd_cpu)(
+        qa, ka, va, _mask4(mask, cd, qa), bool(is_causal), cd.type(sc), out, lse
+    )
     return scaled_dot_product_attention.op.record(
         out.astype(q._dtype.np, copy=False),
         (q, k, v, mask),
@@ -236,8 +276,7 @@ def sdpa_math(q, k, v, mask, dropout_p, is_causal, scale, enable_gqa, dropout):
                 "_scaled_dot_product_attention: Explicit attn_mask should not be set when "
                 "is_causal=True"
             )
-        L, S = q.shape[-2], k.shape[-2]
-        mask = additive_mask(_make(np.tril(np.ones((L, S), np.bool_))), qs._dtype)
+        mask = additive_mask(_tril(q.shape[-2], k.shape[-2], q), qs._dtype)
     if enable_gqa:
         hq, hk, hv = q.size(-3), k.size(-3), v.size(-3)
         if hk == 0 or hv == 0 or hq % hk or hq % hv:
@@ -263,5 +302,5 @@ def sdpa_empty(q, k, v):
     """PyTorch's result when the output or the values are empty: zeros of shape
     ``q.shape[:-1] + (Ev,)`` plus ``(q.sum() + k.sum() + v.sum()) * 0``, so each input still
     gets a (zero) gradient."""
-    z = _make(np.zeros(tuple(q.shape[:-1]) + (v.shape[-1],), q._dtype.np))
+    z = _make(xp_of(q._data).zeros(tuple(q.shape[:-1]) + (v.shape[-1],), q._dtype.np))
     return z + (q.sum() + k.sum() + v.sum()) * 0

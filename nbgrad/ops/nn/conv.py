@@ -9,8 +9,10 @@ import numpy as np
 from ..._tensor import Tensor
 from ...grad_mode import STATE
 from ...kernels.cpu import conv as KC
+from ...kernels.cuda.array import DeviceArray
+from ..cuda import kernel_for, xp_of
 from ..registry import internal_op, op
-from ._common import carray, check_float, compute_dtype, needs
+from ._common import carray, check_float, compute_dtype, needs, on_cuda
 
 CPU = {"cpu": KC}
 # C++ type names in PyTorch's messages (kept here until dtype carries its C name)
@@ -234,8 +236,11 @@ class _Scratch(threading.local):
 _SCRATCH = _Scratch()
 
 
-def _scratch(slot, shape, dtype):
-    """An uninitialised C-contiguous ``shape`` array in reusable per-thread storage ``slot``."""
+def _scratch(slot, shape, dtype, like=None):
+    """An uninitialised C-contiguous ``shape`` array in reusable per-thread storage ``slot``
+    (on ``like``'s device: CUDA temporaries are fresh device arrays)."""
+    if type(like) is DeviceArray:
+        return xp_of(like).empty(shape, dtype)
     n = 1
     for v in shape:
         n *= v
@@ -250,14 +255,25 @@ def _scratch(slot, shape, dtype):
 
 def _im2col(xa, geo, slot="cols"):
     """(C*KH*KW, N*OH*OW) columns of every image side by side (Numba), in scratch."""
-    cols = _scratch(slot, (geo.C * geo.KH * geo.KW, geo.N * geo.OH * geo.OW), xa.dtype)
+    cols = _scratch(slot, (geo.C * geo.KH * geo.KW, geo.N * geo.OH * geo.OW), xa.dtype, xa)
     if cols.size == 0:
         pass
     elif geo.valid():
-        KC.im2col_valid_cpu(xa, cols, *geo.vargs())
+        kernel_for(xa, KC.im2col_valid_cpu)(xa, cols, *geo.vargs())
     else:
-        KC.im2col_cpu(xa, cols, *geo.kargs())
+        kernel_for(xa, KC.im2col_cpu)(xa, cols, *geo.kargs())
     return cols
+
+
+def _matmul(a, b, out):
+    """``out[...] = a @ b`` (numpy's BLAS into scratch); on CUDA a fresh product (the tiled
+    GEMM of ops/cuda/linalg.py)."""
+    if type(a) is DeviceArray:
+        from ..cuda.linalg import matmul  # lazy: the CUDA path loads on first use
+
+        return matmul(a, b)
+    np.matmul(a, b, out=out)
+    return out
 
 
 _NO_BIAS = {"f": np.empty(0, np.float32), "d": np.empty(0, np.float64)}
@@ -269,14 +285,17 @@ def _conv_y_arr(xa, wa, geo, ba=None):
     product written as (N, O, L) with the bias added (Numba)."""
     N, G, O, L, Kg = geo.N, geo.G, geo.O, geo.OH * geo.OW, geo.kg()
     cols = _im2col(xa, geo)
-    yo = _scratch("prod", (G, O // G, N * L), xa.dtype)
-    np.matmul(wa.reshape(G, O // G, Kg), cols.reshape(G, Kg, N * L), out=yo)
-    y = np.empty(geo.y4(), xa.dtype)
+    yo = _scratch("prod", (G, O // G, N * L), xa.dtype, xa)
+    yo = _matmul(wa.reshape(G, O // G, Kg), cols.reshape(G, Kg, N * L), yo)
+    xp = xp_of(xa)
+    y = xp.empty(geo.y4(), xa.dtype)
     y3 = y.reshape(N, O, L)
+    swap = kernel_for(xa, KC.swap01_bias_cpu)
     if ba is None:
-        KC.swap01_bias_cpu(yo.reshape(O, N, L), _NO_BIAS[xa.dtype.char], y3, False)
+        nob = _NO_BIAS[xa.dtype.char] if xp is np else xp.empty(0, xa.dtype)
+        swap(yo.reshape(O, N, L), nob, y3, False)
     else:
-        KC.swap01_bias_cpu(yo.reshape(O, N, L), ba, y3, True)
+        swap(yo.reshape(O, N, L), ba, y3, True)
     return y
 
 
@@ -284,11 +303,13 @@ def _g_rows(ga, geo, gb=None):
     """y-like ``ga`` (N, O, L) as (G, O/G, N*L) rows (scratch): the GEMM operand of both
     gradients; with ``gb`` (float64, (O,)) the bias gradient is summed in the same pass."""
     N, G, O, L = geo.N, geo.G, geo.O, geo.OH * geo.OW
-    gt = _scratch("grows", (O, N, L), ga.dtype)
+    gt = _scratch("grows", (O, N, L), ga.dtype, ga)
+    rows = kernel_for(ga, KC.grad_rows_cpu)
     if gb is None:
-        KC.grad_rows_cpu(ga.reshape(N, O, L), gt, _NO_SUM, False)
+        nos = _NO_SUM if type(ga) is np.ndarray else xp_of(ga).empty(0, np.float64)
+        rows(ga.reshape(N, O, L), gt, nos, False)
     else:
-        KC.grad_rows_cpu(ga.reshape(N, O, L), gt, gb, True)
+        rows(ga.reshape(N, O, L), gt, gb, True)
     return gt.reshape(G, O // G, N * L)
 
 
@@ -297,15 +318,16 @@ def _conv_x_arr(ga, wa, geo, gt=None):
     G, O, Kg, NL = geo.G, geo.O, geo.kg(), geo.N * geo.OH * geo.OW
     if gt is None:
         gt = _g_rows(ga, geo)
-    cols = _scratch("cols", (G * Kg, NL), ga.dtype)
-    np.matmul(wa.reshape(G, O // G, Kg).transpose(0, 2, 1), gt, out=cols.reshape(G, Kg, NL))
-    gx = np.empty(geo.x4(), ga.dtype)
+    cols = _scratch("cols", (G * Kg, NL), ga.dtype, ga)
+    cols = _matmul(wa.reshape(G, O // G, Kg).transpose(0, 2, 1), gt, cols.reshape(G, Kg, NL))
+    cols = cols.reshape(G * Kg, NL)
+    gx = xp_of(ga).empty(geo.x4(), ga.dtype)
     if gx.size == 0:
         pass
     elif geo.valid():
-        KC.col2im_valid_cpu(cols, gx, *geo.vargs())
+        kernel_for(ga, KC.col2im_valid_cpu)(cols, gx, *geo.vargs())
     else:
-        KC.col2im_cpu(cols, gx, *geo.kargs())
+        kernel_for(ga, KC.col2im_cpu)(cols, gx, *geo.kargs())
     return gx
 
 
@@ -313,11 +335,16 @@ def _conv_w_arr(xa, ga, geo, gt=None):
     """dT/dw given x and y-like ``ga``: im2col, then one GEMM per group over the batch."""
     G, Kg, NL = geo.G, geo.kg(), geo.N * geo.OH * geo.OW
     if NL == 0:
-        return np.zeros(geo.w4(), xa.dtype)
+        return xp_of(xa).zeros(geo.w4(), xa.dtype)
     if gt is None:
         gt = _g_rows(ga, geo)
     cols = _im2col(xa, geo)
-    gw = np.matmul(gt, cols.reshape(G, Kg, NL).transpose(0, 2, 1))
+    if type(xa) is DeviceArray:
+        from ..cuda.linalg import matmul  # lazy: the CUDA path loads on first use
+
+        gw = matmul(gt, cols.reshape(G, Kg, NL).transpose(0, 2, 1))
+    else:
+        gw = np.matmul(gt, cols.reshape(G, Kg, NL).transpose(0, 2, 1))
     return gw.reshape(geo.w4())
 
 
@@ -386,9 +413,10 @@ def _conv_vjp_arrays(g, x, w, geo, nx, nw, nb):
     cd = compute_dtype(g._dtype)
     ga = carray(g, cd)
     out_dt = g._data.dtype
-    sums = np.zeros(geo.O, np.float64) if nb else None
+    xp = xp_of(ga)
+    sums = xp.zeros(geo.O, np.float64) if nb else None
     gt = None
-    if nx or nw:
+    if nx or nw or (nb and xp is not np):  # (CUDA: the bias sums come with the rows)
         gt = _g_rows(ga, geo, sums)
     elif nb and ga.size:  # the bias alone: no rows needed, the sums are
         sums = ga.reshape(geo.N, geo.O, -1).sum((0, 2), dtype=np.float64)
@@ -406,6 +434,7 @@ def _conv_vjp_arrays(g, x, w, geo, nx, nw, nb):
 
 def _conv(x, w, b, stride, padding, dilation, groups, nd, opdef):
     geo = _conv_geometry(x, w, b, stride, padding, dilation, groups, nd)
+    on_cuda(x, w, b)
     cd = compute_dtype(x._dtype)
     ba = None if b is None else carray(b, cd)
     y = _conv_y_arr(carray(x, cd).reshape(geo.x4()), carray(w, cd).reshape(geo.w4()), geo, ba)
@@ -533,7 +562,13 @@ def _conv_transpose_vjp(node, grads):
             gb = g.sum((0, 2, 3))
         else:
             ga = carray(g, compute_dtype(g._dtype)).reshape(geo.N, geo.C, geo.H * geo.W)
-            gb = Tensor._make(ga.sum(2).sum(0).astype(g._data.dtype, copy=False))
+            if type(ga) is DeviceArray:  # float64 sums of the gradient rows (grad_rows)
+                sums = xp_of(ga).zeros(geo.C, np.float64)
+                rows = xp_of(ga).empty((geo.C, geo.N, geo.H * geo.W), ga.dtype)
+                kernel_for(ga, KC.grad_rows_cpu)(ga, rows, sums, True)
+                gb = Tensor._make(sums.astype(g._data.dtype))
+            else:
+                gb = Tensor._make(ga.sum(2).sum(0).astype(g._data.dtype, copy=False))
     return gx, gw, gb
 
 
@@ -552,6 +587,7 @@ def conv_transpose2d(x, w, b=None, stride=1, padding=0, output_padding=0, groups
     result is the input-gradient of a conv2d (col2im of the GEMM columns), so its derivatives
     are conv2d's partials again."""
     geo = _conv_transpose_geometry(x, w, b, stride, padding, output_padding, groups, dilation)
+    on_cuda(x, w, b)
     cd = compute_dtype(x._dtype)
     y = _conv_x_arr(carray(x, cd).reshape(geo.y4()), carray(w, cd).reshape(geo.w4()), geo)
     if b is not None:

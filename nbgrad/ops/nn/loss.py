@@ -13,9 +13,10 @@ from ...grad_mode import STATE, no_grad
 from ...kernels.cpu import index as KI, loss as KL
 from ...kernels.cuda.array import DeviceArray
 from .. import pointwise_fns as _pw
+from ..cuda import kernel_for, xp_of
 from ..dispatch import any_strided, torch_layout
 from ..registry import internal_op, op
-from ._common import carray, check_float, check_no_grad, compute_dtype, needs
+from ._common import carray, check_float, check_no_grad, compute_dtype, needs, on_cuda
 
 CPU = {"cpu": KL}
 _make = Tensor._make
@@ -32,6 +33,15 @@ def _reduce_scale(reduction, n):
 def _reduced(out, total, reduction, n, dtype):
     if reduction == "none":
         return out
+    if type(out) is DeviceArray:  # total: the CUDA twin's (1,) float64 device array
+        from ...kernels.cuda.array import wrap  # lazy: the CUDA path loads on first use
+
+        tot = wrap(total).reshape(())
+        if reduction == "mean":
+            if not n:
+                return xp_of(out).full((), np.nan, dtype)
+            tot = tot / float(n)
+        return tot.astype(dtype)
     if reduction == "sum":
         return np.asarray(total, dtype)
     return np.asarray(total / n if n else np.nan, dtype)
@@ -46,7 +56,8 @@ def _div_scalar_vjp(node, grads):
 def div_scalar(t, c):
     """``t / c`` for a Python number ``c`` recorded as PyTorch's Tensor-by-Scalar DivBackward1
     (the mean of F.cross_entropy with class probabilities)."""
-    return div_scalar.op.record(np.asarray(t._data / t._data.dtype.type(c)), (t,), attrs=c)
+    r = t._data / t._data.dtype.type(c)
+    return div_scalar.op.record(r if type(r) is DeviceArray else np.asarray(r), (t,), attrs=c)
 
 
 @batched
@@ -83,9 +94,10 @@ def _mse_vjp(node, grads):
     scale = _reduce_scale(reduction, n)
     if not STATE.enabled:
         cd = compute_dtype(g._dtype)
-        gx = np.empty(x.shape, cd)
-        KL.mse_bwd_cpu(
-            carray(x, cd).reshape(-1),
+        xa = carray(x, cd).reshape(-1)
+        gx = xp_of(xa).empty(x.shape, cd)
+        kernel_for(xa, KL.mse_bwd_cpu)(
+            xa,
             carray(t, cd).reshape(-1),
             carray(g, cd).reshape(-1),
             scale,
@@ -111,9 +123,11 @@ def mse_loss(x, t, reduction="mean"):
     dt = _dt.result_type(x, t)
     if not dt.is_inexact:
         raise NotImplementedError("\"mse_cpu\" not implemented for '%s'" % dt._legacy)
+    on_cuda(x, t)
     cd = compute_dtype(dt)
-    out = np.empty(x.shape, cd)
-    total = KL.mse_fwd_cpu(carray(x, cd).reshape(-1), carray(t, cd).reshape(-1), out.reshape(-1))
+    xa = carray(x, cd).reshape(-1)
+    out = xp_of(xa).empty(x.shape, cd)
+    total = kernel_for(xa, KL.mse_fwd_cpu)(xa, carray(t, cd).reshape(-1), out.reshape(-1))
     res = _reduced(out, total, reduction, out.size, cd).astype(dt.np, copy=False)
     if reduction == "none" and res.ndim > 1 and any_strided((x._data, t._data)):
         res = torch_layout(res, (x._data, t._data))  # a TensorIterator result in PyTorch
@@ -381,10 +395,12 @@ def _bce_fused_grads(node, g, kernel, extra):
     reduction, n = node.attrs[0], node.attrs[1]
     x, t = node.unpack("x"), node.unpack("t")
     cd = compute_dtype(_dt.result_type(g, x, t))  # (bce_with_logits: t may be wider than x)
-    gx = np.empty(x.shape, cd)
-    gt = np.empty(x.shape, cd)
-    kernel(
-        carray(x, cd).reshape(-1),
+    xa = carray(x, cd).reshape(-1)
+    xp = xp_of(xa)
+    gx = xp.empty(x.shape, cd)
+    gt = xp.empty(x.shape, cd)
+    kernel_for(xa, kernel)(
+        xa,
         carray(t, cd).reshape(-1),
         *extra,
         carray(g, cd).reshape(-1),
@@ -412,11 +428,14 @@ def _bce_vjp(node, grads):
     return gx, gt
 
 
-def _bcast_arr(t, shape, cd):
-    """``t`` broadcast to ``shape`` as a writable contiguous 1-D buffer (ones for None)."""
+def _bcast_arr(t, shape, cd, like):
+    """``t`` broadcast to ``shape`` as a writable contiguous 1-D buffer (ones for None), on
+    ``like``'s device."""
     if t is None:
-        return np.ones(int(np.prod(shape)), cd)
+        return xp_of(like).ones(int(np.prod(shape)), cd)
     a = t._data.astype(cd, copy=False)
+    if type(a) is DeviceArray:
+        return a.broadcast_to(tuple(shape)).contiguous().reshape(-1)
     if a.shape != tuple(shape):
         a = np.array(np.broadcast_to(a, shape), order="C")
     return np.ascontiguousarray(a).reshape(-1)
@@ -433,13 +452,20 @@ def _bcast_arr(t, shape, cd):
 )
 def binary_cross_entropy(x, t, weight=None, reduction="mean"):
     """Probabilities ``x`` in [0, 1]; ``weight`` broadcasts to ``x``."""
+    cuda = on_cuda(x, t, weight)
     cd = compute_dtype(x._dtype)
     xa = carray(x, cd).reshape(-1)
-    if xa.size and not bool(np.all((xa >= 0) & (xa <= 1))):
+    if cuda:
+        from ...kernels.cuda.nn import any_outside_unit_cuda  # lazy: the CUDA path
+
+        bad = any_outside_unit_cuda(xa.dense())
+    else:
+        bad = xa.size and not bool(np.all((xa >= 0) & (xa <= 1)))
+    if bad:
         raise RuntimeError("all elements of input should be between 0 and 1")
-    wa = _bcast_arr(weight, x.shape, cd)
-    out = np.empty(x.shape, cd)
-    total = KL.bce_fwd_cpu(xa, carray(t, cd).reshape(-1), wa, out.reshape(-1))
+    wa = _bcast_arr(weight, x.shape, cd, xa)
+    out = xp_of(xa).empty(x.shape, cd)
+    total = kernel_for(xa, KL.bce_fwd_cpu)(xa, carray(t, cd).reshape(-1), wa, out.reshape(-1))
     res = _reduced(out, total, reduction, out.size, cd).astype(x._dtype.np, copy=False)
     return binary_cross_entropy.op.record(res, (x, t), saved={"w": wa}, attrs=(reduction, out.size))
 
@@ -478,14 +504,14 @@ def binary_cross_entropy_with_logits(x, t, weight=None, pos_weight=None, reducti
     """Logits ``x``; ``weight`` and ``pos_weight`` broadcast to ``x``.  The result has the
     (floating) target's dtype, as PyTorch's in-place steps on ``1 - target`` give it; the
     maths runs in the promoted dtype of ``x`` and ``t``."""
+    on_cuda(x, t, weight, pos_weight)
     cd = compute_dtype(_dt.result_type(x, t))
     shape = tuple(x.shape)
-    wa = _bcast_arr(weight, shape, cd)
-    pwa = _bcast_arr(pos_weight, shape, cd)
-    out = np.empty(shape, cd)
-    total = KL.bcel_fwd_cpu(
-        carray(x, cd).reshape(-1), carray(t, cd).reshape(-1), wa, pwa, out.reshape(-1)
-    )
+    xa = carray(x, cd).reshape(-1)
+    wa = _bcast_arr(weight, shape, cd, xa)
+    pwa = _bcast_arr(pos_weight, shape, cd, xa)
+    out = xp_of(xa).empty(shape, cd)
+    total = kernel_for(xa, KL.bcel_fwd_cpu)(xa, carray(t, cd).reshape(-1), wa, pwa, out.reshape(-1))
     res = _reduced(out, total, reduction, out.size, cd).astype(t._dtype.np, copy=False)
     return binary_cross_entropy_with_logits.op.record(
         res, (x, t), saved={"w": wa, "pw": pwa}, attrs=(reduction, out.size)
@@ -502,9 +528,10 @@ def _smooth_l1_vjp(node, grads):
     scale = _reduce_scale(reduction, n)
     if not STATE.enabled:
         cd = compute_dtype(g._dtype)
-        gx = np.empty(x.shape, cd)
-        KL.smooth_l1_bwd_cpu(
-            carray(x, cd).reshape(-1),
+        xa = carray(x, cd).reshape(-1)
+        gx = xp_of(xa).empty(x.shape, cd)
+        kernel_for(xa, KL.smooth_l1_bwd_cpu)(
+            xa,
             carray(t, cd).reshape(-1),
             carray(g, cd).reshape(-1),
             cd.type(beta),
@@ -529,10 +556,12 @@ def _smooth_l1(x, t, reduction, beta, huber, opdef):
     if not dt.is_floating_point:
         name = "huber_cpu" if huber else "smooth_l1_cpu"
         raise NotImplementedError("\"%s\" not implemented for '%s'" % (name, dt._legacy))
+    on_cuda(x, t)
     cd = compute_dtype(dt)
-    out = np.empty(x.shape, cd)
-    total = KL.smooth_l1_fwd_cpu(
-        carray(x, cd).reshape(-1), carray(t, cd).reshape(-1), cd.type(beta), huber, out.reshape(-1)
+    xa = carray(x, cd).reshape(-1)
+    out = xp_of(xa).empty(x.shape, cd)
+    total = kernel_for(xa, KL.smooth_l1_fwd_cpu)(
+        xa, carray(t, cd).reshape(-1), cd.type(beta), huber, out.reshape(-1)
     )
     res = _reduced(out, total, reduction, out.size, cd).astype(dt.np, copy=False)
     if reduction == "none" and res.ndim > 1 and any_strided((x._data, t._data)):

@@ -9,8 +9,10 @@ import numpy as np
 from ..._tensor import Tensor
 from ...grad_mode import STATE
 from ...kernels.cpu import norm as KN
+from ...kernels.cuda.array import DeviceArray
+from ..cuda import kernel_for, xp_of
 from ..registry import op
-from ._common import carray, check_float, compute_dtype, needs, size_str
+from ._common import carray, check_float, compute_dtype, needs, on_cuda, size_str
 
 CPU = {"cpu": KN}
 _make = Tensor._make
@@ -18,12 +20,14 @@ _make = Tensor._make
 
 def _fused_ln_grads(node, g, x, w, k, M, N):
     cd = compute_dtype(g._dtype)
-    wa = carray(w, cd).reshape(N) if w is not None else np.ones(N, cd)
-    gx = np.empty((M, N), cd)
-    gw = np.empty(N, np.float64)
-    gb = np.empty(N, np.float64)
-    KN.layer_norm_bwd_cpu(
-        carray(g, cd).reshape(M, N),
+    ga = carray(g, cd).reshape(M, N)
+    xp = xp_of(ga)
+    wa = carray(w, cd).reshape(N) if w is not None else xp.ones(N, cd)
+    gx = xp.empty((M, N), cd)
+    gw = xp.empty(N, np.float64)
+    gb = xp.empty(N, np.float64)
+    kernel_for(ga, KN.layer_norm_bwd_cpu)(
+        ga,
         carray(x, cd).reshape(M, N),
         node.array("mean"),
         node.array("rstd"),
@@ -122,13 +126,16 @@ def layer_norm(x, normalized_shape, w=None, b=None, eps=1e-5):
     k = len(normalized_shape)
     N = int(np.prod(normalized_shape))
     M = int(np.prod(x.shape[: x.ndim - k]))
+    on_cuda(x, w, b)
     cd = compute_dtype(x._dtype)
-    wa = carray(w, cd).reshape(N) if w is not None else np.ones(N, cd)
-    ba = carray(b, cd).reshape(N) if b is not None else np.zeros(N, cd)
-    y = np.empty((M, N), cd)
-    mean = np.empty(M, np.float64)
-    rstd = np.empty(M, np.float64)
-    KN.layer_norm_fwd_cpu(carray(x, cd).reshape(M, N), wa, ba, float(eps), y, mean, rstd)
+    xa = carray(x, cd).reshape(M, N)
+    xp = xp_of(xa)
+    wa = carray(w, cd).reshape(N) if w is not None else xp.ones(N, cd)
+    ba = carray(b, cd).reshape(N) if b is not None else xp.zeros(N, cd)
+    y = xp.empty((M, N), cd)
+    mean = xp.empty(M, np.float64)
+    rstd = xp.empty(M, np.float64)
+    kernel_for(xa, KN.layer_norm_fwd_cpu)(xa, wa, ba, float(eps), y, mean, rstd)
     return layer_norm.op.record(
         y.reshape(x.shape).astype(x._dtype.np, copy=False),
         (x, w, b),
@@ -140,12 +147,14 @@ def layer_norm(x, normalized_shape, w=None, b=None, eps=1e-5):
 def _fused_bn_grads(node, g, x, w, training, shape3):
     C = shape3[1]
     cd = compute_dtype(g._dtype)
-    wa = carray(w, cd) if w is not None else np.ones(C, cd)
-    gx = np.empty(shape3, cd)
-    gw = np.empty(C, np.float64)
-    gb = np.empty(C, np.float64)
-    KN.batch_norm_bwd_cpu(
-        carray(g, cd).reshape(shape3),
+    ga = carray(g, cd).reshape(shape3)
+    xp = xp_of(ga)
+    wa = carray(w, cd) if w is not None else xp.ones(C, cd)
+    gx = xp.empty(shape3, cd)
+    gw = xp.empty(C, np.float64)
+    gb = xp.empty(C, np.float64)
+    kernel_for(ga, KN.batch_norm_bwd_cpu)(
+        ga,
         carray(x, cd).reshape(shape3),
         node.array("mean"),
         node.array("rstd"),
@@ -242,7 +251,7 @@ def _bn_fast_layout(x, w, b):
     a = x._data
     nd = a.ndim
     fast = a.flags.c_contiguous or (
-        nd in (4, 5) and np.transpose(a, (0, *range(2, nd), 1)).flags.c_contiguous
+        nd in (4, 5) and a.transpose((0, *range(2, nd), 1)).flags.c_contiguous
     )
     return fast and all(t is None or t._data.flags.c_contiguous for t in (w, b))
 
@@ -261,21 +270,33 @@ def batch_norm_empty(x, w, b, training):
     return out
 
 
+def _rstd(var, eps):
+    """``1 / sqrt(var + eps)`` of a float64 array, on its device."""
+    if type(var) is DeviceArray:
+        from ...kernels.cuda.elementwise import run  # lazy: the CUDA path loads on first use
+
+        return run("bn_rstd", ("v", "e"), "1.0 / sqrt(v + e)", "float64", (var, float(eps)))
+    return 1.0 / np.sqrt(var + eps)
+
+
 def batch_norm_stats(x, running_mean, running_var, w, b, training, momentum, eps):
     """Check the arguments, then (mean, 1/std) per channel as float64 arrays: of the batch in
     training (updating the running buffers in place with ``momentum`` and the unbiased
     variance), else the running ones.  Not part of the op: forward-mode AD runs an op twice."""
     _check_batch_norm(x, running_mean, running_var, w, b, training)
+    on_cuda(x, running_mean, running_var, w, b)
     C = x.shape[1]
     if not training:
         mean = running_mean._data.astype(np.float64).reshape(C)
-        return mean, 1.0 / np.sqrt(running_var._data.astype(np.float64).reshape(C) + eps)
+        return mean, _rstd(running_var._data.astype(np.float64).reshape(C), eps)
     size = x.numel() // C
     shape3 = (x.shape[0], C, size // x.shape[0])
-    mean = np.empty(C, np.float64)
-    var = np.empty(C, np.float64)
-    KN.batch_norm_stats_cpu(carray(x, compute_dtype(x._dtype)).reshape(shape3), mean, var)
-    rstd = 1.0 / np.sqrt(var + eps)
+    xa = carray(x, compute_dtype(x._dtype)).reshape(shape3)
+    xp = xp_of(xa)
+    mean = xp.empty(C, np.float64)
+    var = xp.empty(C, np.float64)
+    kernel_for(xa, KN.batch_norm_stats_cpu)(xa, mean, var)
+    rstd = _rstd(var, eps)
     m = 0.1 if momentum is None else momentum
     if running_mean is not None:
         rm = running_mean._data
@@ -305,12 +326,15 @@ def batch_norm(x, w, b, mean, rstd, training, eps):
     its generic ``((x - mean) * rstd) * w + b`` otherwise."""
     C = x.shape[1]
     shape3 = (x.shape[0], C, int(np.prod(x.shape[2:])))
+    on_cuda(x, w, b)
     cd = compute_dtype(x._dtype)
-    wa = carray(w, cd) if w is not None else np.ones(C, cd)
-    ba = carray(b, cd) if b is not None else np.zeros(C, cd)
-    y = np.empty(shape3, cd)
+    xa = carray(x, cd).reshape(shape3)
+    xp = xp_of(xa)
+    wa = carray(w, cd) if w is not None else xp.ones(C, cd)
+    ba = carray(b, cd) if b is not None else xp.zeros(C, cd)
+    y = xp.empty(shape3, cd)
     kernel = KN.batch_norm_fwd_cpu if _bn_fast_layout(x, w, b) else KN.batch_norm_fwd_generic_cpu
-    kernel(carray(x, cd).reshape(shape3), mean, rstd, wa, ba, y)
+    kernel_for(xa, kernel)(xa, mean, rstd, wa, ba, y)
     return batch_norm.op.record(
         y.reshape(x.shape).astype(x._dtype.np, copy=False),
         (x, w, b),
@@ -332,12 +356,14 @@ def _fused_gn_grads(node, g, x, w, G):
     shape4 = _gn_shape(x, G)
     C = x.shape[1]
     cd = compute_dtype(g._dtype)
-    wa = carray(w, cd).reshape(C) if w is not None else np.ones(C, cd)
-    gx = np.empty(shape4, cd)
-    gw = np.empty(C, np.float64)
-    gb = np.empty(C, np.float64)
-    KN.group_norm_bwd_cpu(
-        carray(g, cd).reshape(shape4),
+    ga = carray(g, cd).reshape(shape4)
+    xp = xp_of(ga)
+    wa = carray(w, cd).reshape(C) if w is not None else xp.ones(C, cd)
+    gx = xp.empty(shape4, cd)
+    gw = xp.empty(C, np.float64)
+    gb = xp.empty(C, np.float64)
+    kernel_for(ga, KN.group_norm_bwd_cpu)(
+        ga,
         carray(x, cd).reshape(shape4),
         node.array("mean"),
         node.array("rstd"),
@@ -428,14 +454,17 @@ def group_norm(x, num_groups, w=None, b=None, eps=1e-5):
     _check_group_norm(x, G, w, b)
     shape4 = _gn_shape(x, G)
     C = x.shape[1]
+    on_cuda(x, w, b)
     cd = compute_dtype(x._dtype)
-    wa = carray(w, cd).reshape(C) if w is not None else np.ones(C, cd)
-    ba = carray(b, cd).reshape(C) if b is not None else np.zeros(C, cd)
-    y = np.empty(shape4, cd)
-    mean = np.empty(shape4[:2], np.float64)
-    rstd = np.empty(shape4[:2], np.float64)
+    xa = carray(x, cd).reshape(shape4)
+    xp = xp_of(xa)
+    wa = carray(w, cd).reshape(C) if w is not None else xp.ones(C, cd)
+    ba = carray(b, cd).reshape(C) if b is not None else xp.zeros(C, cd)
+    y = xp.empty(shape4, cd)
+    mean = xp.empty(shape4[:2], np.float64)
+    rstd = xp.empty(shape4[:2], np.float64)
     if y.size or mean.size:
-        KN.group_norm_fwd_cpu(carray(x, cd).reshape(shape4), wa, ba, float(eps), y, mean, rstd)
+        kernel_for(xa, KN.group_norm_fwd_cpu)(xa, wa, ba, float(eps), y, mean, rstd)
     return group_norm.op.record(
         y.reshape(x.shape).astype(x._dtype.np, copy=False),
         (x, w, b),

@@ -7,6 +7,8 @@ from ..._tensor import Tensor
 from ...creation import zeros
 from ...grad_mode import STATE
 from ...kernels.cpu import conv as KC
+from ...kernels.cuda.array import DeviceArray
+from ..cuda import kernel_for, xp_of
 from ..registry import op
 from ..shape import preserve_array
 from ._common import carray, check_float, compute_dtype
@@ -48,7 +50,7 @@ def constant_pad_nd(x, pad, value=0.0):
         shape[d] = new
     if not any(pad):  # PyTorch: self.clone(), which keeps the input's layout
         return constant_pad_nd.op.record(preserve_array(a), (x,), attrs=(pad, value))
-    out = np.full(shape, value, a.dtype)
+    out = xp_of(a).full(shape, value, a.dtype)
     out[tuple(dst)] = a[tuple(src)]
     return constant_pad_nd.op.record(out, (x,), attrs=(pad, value))
 
@@ -71,20 +73,22 @@ def _index_pad_vjp(node, grads):
     if not STATE.enabled:
         cd = compute_dtype(g._dtype)
         a = carray(g, cd)
+        xp = xp_of(a)
         for d, idx in reversed(maps):
             shp = a.shape
             A, B = int(np.prod(shp[:d])), int(np.prod(shp[d + 1 :]))
-            out = np.empty((A, in_shape[d], B), cd)
-            KC.index_add_axis1_cpu(a.reshape(A, shp[d], B), idx, out)
+            out = xp.empty((A, in_shape[d], B), cd)
+            kernel_for(a, KC.index_add_axis1_cpu)(a.reshape(A, shp[d], B), idx, out)
             a = out.reshape(shp[:d] + (in_shape[d],) + shp[d + 1 :])
         return (_make(a.astype(g._dtype.np, copy=False)),)
     for d, idx in reversed(maps):
         shp = list(g.shape)
         view = [1] * len(shp)
         view[d] = shp[d]
-        index = _make(np.ascontiguousarray(np.broadcast_to(idx.reshape(view), shp)))
+        xp = xp_of(idx)
+        index = _make(xp.ascontiguousarray(xp.broadcast_to(idx.reshape(view), shp)))
         shp[d] = in_shape[d]
-        g = zeros(tuple(shp), dtype=g.dtype).scatter_add(d, index, g)
+        g = zeros(tuple(shp), dtype=g.dtype, device=g.device).scatter_add(d, index, g)
     return (g,)
 
 
@@ -104,11 +108,31 @@ def _index_pad(x, pad, mode, opdef, overload=None):
         if n + lo + hi < 0 or (mode == "replicate" and n == 0):
             raise RuntimeError("input tensor must be non-empty and the padded size positive")
         maps.append((d, _index_map(n, lo, hi, mode)))
+    if type(a) is DeviceArray:
+        return _index_pad_cuda(x, maps, opdef, overload)
     for d, idx in maps:
         a = np.take(a, idx, axis=d)
     return opdef.record(
         np.ascontiguousarray(a), (x,), overload=overload, attrs=(maps, tuple(x.shape))
     )
+
+
+def _index_pad_cuda(x, maps, opdef, overload):
+    """``_index_pad``'s gathers on the device; the index maps (made from the shapes alone) are
+    copied to the device once and kept there for backward."""
+    from ...kernels.cuda.array import from_host  # lazy: the CUDA path loads on first use
+    from ...kernels.cuda.nn import take_axis1_cuda  # lazy: the CUDA path loads on first use
+
+    maps = [(d, from_host(idx)) for d, idx in maps]
+    a = x._data
+    xp = xp_of(a)
+    for d, idx in maps:
+        shp = a.shape
+        A, B = int(np.prod(shp[:d])), int(np.prod(shp[d + 1 :]))
+        out = xp.empty((A, idx.shape[0], B), a.dtype)
+        take_axis1_cuda(a.reshape(A, shp[d], B).dense(), idx.dense(), out.dense())
+        a = out.reshape(shp[:d] + (idx.shape[0],) + shp[d + 1 :])
+    return opdef.record(a, (x,), overload=overload, attrs=(maps, tuple(x.shape)))
 
 
 def _nd_nodes(name):

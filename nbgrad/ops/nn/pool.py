@@ -7,6 +7,7 @@ from ..._tensor import Tensor
 from ...creation import zeros
 from ...grad_mode import STATE
 from ...kernels.cpu import pool as KP
+from ..cuda import kernel_for, xp_of
 from ..registry import internal_op, op
 from ._common import carray, check_float, compute_dtype
 
@@ -87,15 +88,17 @@ def _maxpool_vjp(node, grads):
     idx = node.array("idx")
     if not STATE.enabled:
         cd = compute_dtype(g._dtype)
-        gx = np.empty((P, H * W), cd)
-        KP.maxpool2d_bwd_cpu(
+        gx = xp_of(idx).empty((P, H * W), cd)
+        kernel_for(idx, KP.maxpool2d_bwd_cpu)(
             carray(g, cd).reshape(P, idx.shape[-2], idx.shape[-1]),
             idx.reshape(P, idx.shape[-2], idx.shape[-1]),
             gx,
         )
         return (_make(gx.reshape(xshape).astype(g._dtype.np, copy=False)),)
     n = idx.shape[-2] * idx.shape[-1]
-    gx = zeros((P, H * W), dtype=g.dtype).scatter_add(1, _make(idx.reshape(P, n)), g.reshape(P, n))
+    gx = zeros((P, H * W), dtype=g.dtype, device=g.device).scatter_add(
+        1, _make(idx.reshape(P, n)), g.reshape(P, n)
+    )
     return (gx.reshape(xshape),)
 
 
@@ -117,13 +120,14 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
     H, W = x.shape[-2:]
     P = int(np.prod(x.shape[:-2]))
     cd = compute_dtype(x._dtype)
-    out = np.empty((P, OH, OW), cd)
-    idx = np.empty((P, OH, OW), np.int64)
     xa = carray(x, cd).reshape(P, H, W)
+    xp = xp_of(xa)
+    out = xp.empty((P, OH, OW), cd)
+    idx = xp.empty((P, OH, OW), np.int64)
     if (kh, kw, sh, sw, ph, pw, dh, dw) == (2, 2, 2, 2, 0, 0, 1, 1) and 2 * OH <= H and 2 * OW <= W:
-        KP.maxpool2x2_fwd_cpu(xa, out, idx)  # NOTE [max pool fast path]
+        kernel_for(xa, KP.maxpool2x2_fwd_cpu)(xa, out, idx)  # NOTE [max pool fast path]
     else:
-        KP.maxpool2d_fwd_cpu(xa, out, idx, kh, kw, sh, sw, ph, pw, dh, dw)
+        kernel_for(xa, KP.maxpool2d_fwd_cpu)(xa, out, idx, kh, kw, sh, sw, ph, pw, dh, dw)
     oshape = tuple(x.shape[:-2]) + (OH, OW)
     # the returned indices tensor is what is saved: an in-place change to it is a version error
     indices = _make(idx.reshape(oshape))
@@ -178,8 +182,9 @@ def _avg_backward_vjp(node, grads):
 def avg_pool2d(x, geo):
     """Average pooling of ``x`` over the window geometry ``geo`` (``avg_pool2d_geometry``)."""
     cd = compute_dtype(geo.dtype)
-    out = np.empty((geo.P, geo.OH, geo.OW), cd)
-    KP.avgpool2d_fwd_cpu(carray(x, cd).reshape(geo.P, geo.H, geo.W), out, *geo.args)
+    xa = carray(x, cd).reshape(geo.P, geo.H, geo.W)
+    out = xp_of(xa).empty((geo.P, geo.OH, geo.OW), cd)
+    kernel_for(xa, KP.avgpool2d_fwd_cpu)(xa, out, *geo.args)
     return avg_pool2d.op.record(
         out.reshape(geo.yshape).astype(geo.dtype.np, copy=False), (x,), attrs=geo
     )
@@ -196,8 +201,9 @@ def avg_pool2d(x, geo):
 def avg_pool2d_backward(g, geo):
     """The adjoint of ``avg_pool2d``: y-shaped ``g`` spread back over the windows."""
     cd = compute_dtype(geo.dtype)
-    gx = np.empty((geo.P, geo.H, geo.W), cd)
-    KP.avgpool2d_bwd_cpu(carray(g, cd).reshape(geo.P, geo.OH, geo.OW), gx, *geo.args)
+    ga = carray(g, cd).reshape(geo.P, geo.OH, geo.OW)
+    gx = xp_of(ga).empty((geo.P, geo.H, geo.W), cd)
+    kernel_for(ga, KP.avgpool2d_bwd_cpu)(ga, gx, *geo.args)
     return avg_pool2d_backward.op.record(
         gx.reshape(geo.xshape).astype(geo.dtype.np, copy=False), (g,), attrs=geo
     )
@@ -274,9 +280,10 @@ def adaptive_avg_pool2d(x, geo):
     """Adaptive average pooling of ``x`` to ``geo``'s output size
     (``adaptive_avg_pool2d_geometry``): window o spans [floor(o*n/out), ceil((o+1)*n/out))."""
     cd = compute_dtype(geo.dtype)
-    out = np.empty((geo.P, geo.OH, geo.OW), cd)
+    xa = carray(x, cd).reshape(geo.P, geo.H, geo.W)
+    out = xp_of(xa).empty((geo.P, geo.OH, geo.OW), cd)
     if out.size:
-        KP.adaptive_avgpool2d_fwd_cpu(carray(x, cd).reshape(geo.P, geo.H, geo.W), out)
+        kernel_for(xa, KP.adaptive_avgpool2d_fwd_cpu)(xa, out)
     return adaptive_avg_pool2d.op.record(
         out.reshape(geo.yshape).astype(geo.dtype.np, copy=False), (x,), attrs=geo
     )
@@ -293,9 +300,10 @@ def adaptive_avg_pool2d(x, geo):
 def adaptive_avg_pool2d_backward(g, geo):
     """The adjoint of ``adaptive_avg_pool2d``: each window's gradient spread evenly over it."""
     cd = compute_dtype(geo.dtype)
-    gx = np.empty((geo.P, geo.H, geo.W), cd)
+    ga = carray(g, cd).reshape(geo.P, geo.OH, geo.OW)
+    gx = xp_of(ga).empty((geo.P, geo.H, geo.W), cd)
     if gx.size:
-        KP.adaptive_avgpool2d_bwd_cpu(carray(g, cd).reshape(geo.P, geo.OH, geo.OW), gx)
+        kernel_for(ga, KP.adaptive_avgpool2d_bwd_cpu)(ga, gx)
     else:
         gx[...] = 0
     return adaptive_avg_pool2d_backward.op.record(

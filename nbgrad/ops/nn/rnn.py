@@ -11,16 +11,15 @@ nbgrad's own.
 Each vjp runs the backward kernel when no graph is being built; under ``create_graph`` it
 returns the same gradient from nbgrad ops, so double backward and forward-mode AD work."""
 
-import numpy as np
-
 from ..._tensor import Tensor
 from ...autograd.batching import batched, lead
 from ...creation import zeros_like
 from ...grad_mode import STATE
 from ...kernels.cpu import rnn as KR
+from ..cuda import kernel_for, xp_of
 from ..registry import LINEAR, internal_op, op
 from ..shape import cat
-from ._common import carray, check_float, compute_dtype, needs
+from ._common import carray, check_float, compute_dtype, needs, on_cuda
 
 CPU = {"cpu": KR}
 _make = Tensor._make
@@ -47,6 +46,7 @@ def _check(fn, gates, chunks, states):
             raise RuntimeError(
                 "%s: expected states of size %s, got %s" % (fn, [B, H], list(t.shape))
             )
+    on_cuda(*gates, *states)
     return compute_dtype(gates[0]._dtype)
 
 
@@ -64,11 +64,12 @@ def _lstm_vjp(node, grads):
     if not STATE.enabled:
         ws = node.saved["ws"]
         cd = ws.dtype
-        cx_a = np.ascontiguousarray(node.array("cx"), dtype=cd)
+        xp = xp_of(ws)
+        cx_a = xp.ascontiguousarray(node.array("cx"), dtype=cd)
         B, H = cx_a.shape
-        d = np.empty((B, 4 * H), cd)
-        dcx = np.empty((B, H), cd)
-        KR.lstm_cell_bwd_cpu(
+        d = xp.empty((B, 4 * H), cd)
+        dcx = xp.empty((B, H), cd)
+        kernel_for(ws, KR.lstm_cell_bwd_cpu)(
             ws,
             cx_a,
             carray(gh, cd) if gh is not None else cx_a,
@@ -123,12 +124,12 @@ def fused_lstm_cell(input_gates, hidden_gates, cx):
     """One LSTM step from its gate projections (B, 4H) and cell state (B, H): ``(hy, cy)``."""
     cd = _check("fused_lstm_cell", (input_gates, hidden_gates), 4, (cx,))
     B, H = cx.shape
-    hy = np.empty((B, H), cd)
-    cy = np.empty((B, H), cd)
-    ws = np.empty((B, 5 * H), cd)
-    KR.lstm_cell_fwd_cpu(
-        carray(input_gates, cd), carray(hidden_gates, cd), carray(cx, cd), hy, cy, ws
-    )
+    xa = carray(input_gates, cd)
+    xp = xp_of(xa)
+    hy = xp.empty((B, H), cd)
+    cy = xp.empty((B, H), cd)
+    ws = xp.empty((B, 5 * H), cd)
+    kernel_for(xa, KR.lstm_cell_fwd_cpu)(xa, carray(hidden_gates, cd), carray(cx, cd), hy, cy, ws)
     dt = cx._dtype.np
     return fused_lstm_cell.op.record(
         (hy.astype(dt, copy=False), cy.astype(dt, copy=False)),
@@ -147,12 +148,13 @@ def _gru_vjp(node, grads):
     if not STATE.enabled:
         ws = node.saved["ws"]
         cd = ws.dtype
-        hx_a = np.ascontiguousarray(node.array("hx"), dtype=cd)
+        xp = xp_of(ws)
+        hx_a = xp.ascontiguousarray(node.array("hx"), dtype=cd)
         B, H = hx_a.shape
-        dxg = np.empty((B, 3 * H), cd)
-        dhg = np.empty((B, 3 * H), cd)
-        dhx = np.empty((B, H), cd)
-        KR.gru_cell_bwd_cpu(ws, hx_a, carray(gh, cd), dxg, dhg, dhx)
+        dxg = xp.empty((B, 3 * H), cd)
+        dhg = xp.empty((B, 3 * H), cd)
+        dhx = xp.empty((B, H), cd)
+        kernel_for(ws, KR.gru_cell_bwd_cpu)(ws, hx_a, carray(gh, cd), dxg, dhg, dhx)
         dt = gh._dtype.np
         return (
             _out(dxg, dt) if needs(node, 0) else None,
@@ -187,9 +189,11 @@ def fused_gru_cell(input_gates, hidden_gates, hx):
     """One GRU step from its gate projections (B, 3H) and hidden state (B, H): ``hy``."""
     cd = _check("fused_gru_cell", (input_gates, hidden_gates), 3, (hx,))
     B, H = hx.shape
-    hy = np.empty((B, H), cd)
-    ws = np.empty((B, 4 * H), cd)
-    KR.gru_cell_fwd_cpu(carray(input_gates, cd), carray(hidden_gates, cd), carray(hx, cd), hy, ws)
+    xa = carray(input_gates, cd)
+    xp = xp_of(xa)
+    hy = xp.empty((B, H), cd)
+    ws = xp.empty((B, 4 * H), cd)
+    kernel_for(xa, KR.gru_cell_fwd_cpu)(xa, carray(hidden_gates, cd), carray(hx, cd), hy, ws)
     return fused_gru_cell.op.record(
         hy.astype(hx._dtype.np, copy=False),
         (input_gates, hidden_gates, hx),
@@ -206,8 +210,9 @@ def _rnn_vjp(bwd, composite):
         out = node.unpack("out")
         if not STATE.enabled:
             cd = compute_dtype(out._dtype)
-            d = np.empty(tuple(out.shape), cd)
-            bwd(carray(out, cd), carray(g, cd), d)
+            oa = carray(out, cd)
+            d = xp_of(oa).empty(tuple(out.shape), cd)
+            kernel_for(oa, bwd)(oa, carray(g, cd), d)
             dg = _out(d, out._dtype.np)
         else:
             dg = composite(g, out)
@@ -218,8 +223,9 @@ def _rnn_vjp(bwd, composite):
 
 def _rnn_cell(name, fwd, input_gates, hidden_gates):
     cd = _check(name, (input_gates,), 1, (hidden_gates,))
-    hy = np.empty(tuple(hidden_gates.shape), cd)
-    fwd(carray(input_gates, cd), carray(hidden_gates, cd), hy)
+    xa = carray(input_gates, cd)
+    hy = xp_of(xa).empty(tuple(hidden_gates.shape), cd)
+    kernel_for(xa, fwd)(xa, carray(hidden_gates, cd), hy)
     return hy.astype(input_gates._dtype.np, copy=False)
 
 

@@ -27,6 +27,8 @@ import numpy as np
 
 from ..._tensor import Tensor
 from ...kernels.cpu import upsample as KU
+from ...kernels.cuda.array import DeviceArray
+from ..cuda import kernel_for, xp_of
 from ..registry import internal_op, op
 from ._common import carray, compute_dtype
 
@@ -38,7 +40,19 @@ _AXES = {1: ("W",), 2: ("H", "W"), 3: ("D", "H", "W")}
 class UpGeom:
     """Shapes, index maps and weights of one upsampling (see ``upsample_geometry``)."""
 
-    __slots__ = ("P", "dtype", "fwd", "bwd", "key", "linear", "xshape", "yshape", "in4", "out4")
+    __slots__ = (
+        "P",
+        "dtype",
+        "fwd",
+        "bwd",
+        "key",
+        "linear",
+        "xshape",
+        "yshape",
+        "in4",
+        "out4",
+        "dev",  # {"fwd"/"bwd": the maps copied to the device}, made on first CUDA use
+    )
 
 
 def _scale_value(scale, n_in, n_out, cd):
@@ -183,9 +197,27 @@ def _cd(geo):
     return compute_dtype(geo.dtype) if geo.dtype.is_floating_point else np.dtype(geo.dtype.np)
 
 
-def _run(kernel, a, geo, maps, shape):
-    out = np.empty(shape, a.dtype)
+def _device_maps(geo, which):
+    """The index maps and weights ``which`` ('fwd' / 'bwd') as device arrays (copied once per
+    geometry: they depend on the shapes alone)."""
+    from ...kernels.cuda.array import from_host  # lazy: the CUDA path loads on first use
+
+    dev = getattr(geo, "dev", None)
+    if dev is None:
+        dev = geo.dev = {}
+    maps = dev.get(which)
+    if maps is None:
+        maps = dev[which] = tuple(from_host(np.asarray(m)) for m in getattr(geo, which))
+    return maps
+
+
+def _run(kernel, a, geo, which, shape):
+    maps = getattr(geo, which)
+    if type(a) is DeviceArray:
+        maps = _device_maps(geo, which)
+    out = xp_of(a).empty(shape, a.dtype)
     if out.size:
+        kernel = kernel_for(a, kernel)
         if geo.linear:
             kernel(a, *maps, out, geo.key == 2)
         else:
@@ -195,13 +227,13 @@ def _run(kernel, a, geo, maps, shape):
 
 def _fwd_arr(a, geo):
     k = KU.upsample_linear_fwd_cpu if geo.linear else KU.upsample_nearest_fwd_cpu
-    out = _run(k, a.reshape(geo.in4), geo, geo.fwd, geo.out4)
+    out = _run(k, a.reshape(geo.in4), geo, "fwd", geo.out4)
     return out.reshape(geo.yshape).astype(geo.dtype.np, copy=False)
 
 
 def _bwd_arr(a, geo):
     k = KU.upsample_linear_bwd_cpu if geo.linear else KU.upsample_nearest_bwd_cpu
-    out = _run(k, a.reshape(geo.out4), geo, geo.bwd, geo.in4)
+    out = _run(k, a.reshape(geo.out4), geo, "bwd", geo.in4)
     return out.reshape(geo.xshape).astype(geo.dtype.np, copy=False)
 
 
