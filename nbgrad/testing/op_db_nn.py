@@ -586,7 +586,12 @@ OP_DB_NN = [
     OpInfo(
         "batch_norm",
         lambda T, x, w, b: _F(T).batch_norm(
-            x, T.zeros(3, dtype=x.dtype), T.ones(3, dtype=x.dtype), w, b, training=True
+            x,
+            T.zeros(3, dtype=x.dtype, device=x.device),
+            T.ones(3, dtype=x.dtype, device=x.device),
+            w,
+            b,
+            training=True,
         ),
         lambda x, w, b: np_batch_norm(x, w, b),
         [(F((4, 3)), F((3,)), F((3,))), (F((2, 3, 2, 2)), F((3,)), F((3,)))],
