@@ -9,7 +9,7 @@ import numpy as np
 from ..._tensor import Tensor
 from ...kernels.cpu import loss as KL
 from ...kernels.cuda import twin
-from ...kernels.cuda.array import DeviceArray, empty, wrap
+from ...kernels.cuda.array import empty, wrap
 from . import device_of
 
 _make = Tensor._make
@@ -115,5 +115,34 @@ def nll_vjp(node, g, x, ta, wa, gscale):
     return (_make(gx.reshape(x.shape).astype(g._dtype.np, copy=False)),)
 
 
-def is_cuda(a):
-    return type(a) is DeviceArray
+def nll_graph_grad(g, x, ta, wa, gscale, ignore_index, smoothing, fused, shape3):
+    """The differentiable gradient (``create_graph``) on CUDA: the CPU's ``_nll_graph_grad``
+    with its constant one-hot / weight arrays built by device ops instead of numpy."""
+    from ... import creation  # lazy: the CUDA path loads on first use
+    from .. import pointwise_fns as pw  # lazy: the CUDA path loads on first use
+
+    outer, C, inner = shape3
+    dt = x.dtype
+    x3 = x.reshape(shape3)
+    t = _make(ta.astype(np.int64).reshape(outer, inner))
+    valid = t != ignore_index
+    tc = pw.where(valid, t, 0)
+    classes = creation.arange(C, device=x.device).reshape(1, C, 1)
+    onehot = (classes == tc.unsqueeze(1)).to(dt)
+    w = _make(wa)
+    wt = pw.where(valid, w[tc].to(dt), 0.0).unsqueeze(1)
+    gs = g.reshape(outer, 1, inner) if gscale is None else g * gscale
+    if fused:
+        p = x3.softmax(1)
+        gx = (p - onehot) * ((1.0 - smoothing) * wt)
+        if smoothing > 0:
+            wsum = float(w.sum().item())
+            gx = gx + (p * wsum - w.to(dt).reshape(1, C, 1)) * (
+                valid.unsqueeze(1).to(dt) * (smoothing / C)
+            )
+        gx = gx * gs
+    else:
+        gx = gs * (-(onehot * wt))
+    if gscale is not None and gscale != gscale:  # NaN scale: ignored rows keep exact zeros
+        gx = pw.where(valid.unsqueeze(1).expand(*shape3), gx, 0.0)
+    return gx.reshape(x.shape)

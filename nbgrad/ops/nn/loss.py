@@ -285,18 +285,18 @@ def _nll_vjp(node, grads):
 
 
 def _nll_vjp_cuda(node, g, x, ta, wa, reduction, total_w):
-    if STATE.enabled:
-        raise RuntimeError(
-            "nbgrad: the double backward of nll_loss / cross_entropy does not run on CUDA "
-            "tensors yet (create_graph=True)"
-        )
     if reduction == "none":
         gscale = None
     else:
         gscale = (1.0 / total_w if total_w else float("nan")) if reduction == "mean" else 1.0
-    from ..cuda.loss import nll_vjp  # lazy: the CUDA path loads on first use
+    from ..cuda import loss as cuda_loss  # lazy: the CUDA path loads on first use
 
-    return nll_vjp(node, g, x, ta, wa, gscale)
+    if STATE.enabled:
+        _, ignore_index, smoothing, fused, shape3, _ = node.attrs
+        return (
+            cuda_loss.nll_graph_grad(g, x, ta, wa, gscale, ignore_index, smoothing, fused, shape3),
+        )
+    return cuda_loss.nll_vjp(node, g, x, ta, wa, gscale)
 
 
 def _nll(x, target, weight, ignore_index, reduction, smoothing, fused, opdef):
