@@ -18,5 +18,5 @@ if not nbgrad.cuda.is_available():
     raise SystemExit("no CUDA device: nothing to check here (CI runs tests/cuda under the simulator)")
 print("device:", nbgrad.cuda.get_device_name(0))
 PY
-python -m pytest tests/cuda -q -p no:warnings
+NBGRAD_CUDA_ALL_SAMPLES=1 python -m pytest tests/cuda -q -p no:warnings
 python scripts/bench_cuda.py
