@@ -9,9 +9,8 @@ driver).  Run: ``python scripts/check_cuda_lowering.py`` (prints ``OK <n> FAILED
 hand-written twins were checked the same way when they were written (docs/gpu.md).
 """
 
-import numpy as np
-from numba import types
 import numba.cuda.dispatcher as D
+from numba import types
 
 
 class _Dev:
@@ -23,9 +22,9 @@ from numba.cuda.compiler import compile_cuda  # noqa: E402
 
 from nbgrad.kernels.cuda import elementwise as E  # noqa: E402
 from nbgrad.ops.cuda import shape as S  # noqa: E402
-from nbgrad.ops.registry import REGISTRY  # noqa: E402
+from nbgrad.ops.cuda.pointwise import _ISCLOSE, COMPARE_FORMULAS  # noqa: E402
 from nbgrad.ops.formula import partials_of  # noqa: E402
-from nbgrad.ops.cuda.pointwise import COMPARE_FORMULAS, _ISCLOSE  # noqa: E402
+from nbgrad.ops.registry import REGISTRY  # noqa: E402
 
 i64 = types.int64
 tup = types.UniTuple(i64, 8)
