@@ -519,7 +519,9 @@ OP_DB_NN = [
     OpInfo(
         "embedding",
         lambda T, i, w: _F(T).embedding(
-            i, w * T.tensor([[1.0], [0.0], [1.0], [1.0]], dtype=w.dtype), padding_idx=1
+            i,
+            w * T.tensor([[1.0], [0.0], [1.0], [1.0]], dtype=w.dtype, device=w.device),
+            padding_idx=1,
         ),
         lambda i, w: (w * np.array([[1.0], [0.0], [1.0], [1.0]]))[i],
         [(I([0, 1, 3, 1]), F((4, 2)))],
