@@ -185,3 +185,32 @@ def test_every_registry_op_is_in_the_cuda_table():
 
 def test_no_op_is_pending():
     assert not CUDA_PENDING, sorted(CUDA_PENDING)
+
+
+def test_every_cpu_kernel_has_a_cuda_twin():
+    """The kernels' contract (nbgrad/kernels/cuda/__init__.py ``twin``): each public kernel of
+    kernels/cpu/X.py (``foo_cpu``, and optim's ``*_step``) has ``foo_cuda`` in kernels/cuda/X.py."""
+    import importlib
+    import pkgutil
+
+    import nbgrad.kernels.cpu as cpu_pkg
+    from nbgrad.kernels.cuda import twin
+
+    missing, checked = [], 0
+    for info in pkgutil.iter_modules(cpu_pkg.__path__):
+        if info.name in ("scalar", "vformula", "vmath"):  # formula bindings, not kernels
+            continue
+        mod = importlib.import_module("nbgrad.kernels.cpu." + info.name)
+        for name in dir(mod):
+            k = getattr(mod, name)
+            fn = getattr(k, "py_func", k)
+            if not callable(k) or getattr(fn, "__module__", None) != mod.__name__:
+                continue
+            if name.endswith("_cpu") or (info.name == "optim" and name.endswith("_step")):
+                checked += 1
+                try:
+                    twin(k)
+                except (AttributeError, ImportError):
+                    missing.append("%s.%s" % (info.name, name))
+    assert not missing, missing
+    assert checked > 80, checked  # (the scan itself found the kernels)
