@@ -446,11 +446,16 @@ class Tensor:
             raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
         if stream is not None and type(stream) is not int:
             raise TypeError("stream must be ``int`` or ``none``")
-        if type(self._data) is DeviceArray:
-            raise BufferError(
-                "nbgrad: DLPack export of CUDA tensors is not supported yet; share them through "
-                "__cuda_array_interface__ (CuPy, PyTorch and Numba read it without a copy)"
-            )
+        d = self._data
+        if type(d) is DeviceArray:  # device memory: a capsule built by hand (numpy has none)
+            from .utils import _dlpack_capsule as dl  # cycle: interop helpers sit above
+
+            if copy:
+                d = d.copy()
+            from . import cuda  # cycle: nbgrad.cuda (device queries) sits above the tensor
+
+            cuda.synchronize()  # nbgrad's kernels run on the default stream: done before use
+            return dl.export(d.pointer(), d.shape, d.estrides, d.dtype, dl.KDL_CUDA, 0, d)
         if stream is not None and stream != -1:
             raise AssertionError("stream should be None on cpu.")
         return self._data.__dlpack__(max_version=max_version, dl_device=dl_device, copy=copy)

@@ -149,7 +149,31 @@ def from_dlpack(
     check_device(device)
     if _has_cuda_interface(ext_tensor):  # a CUDA producer: its memory, shared through the
         return _from_cuda_array_interface(ext_tensor)  # CUDA Array Interface (docs/gpu.md)
+    dev = getattr(ext_tensor, "__dlpack_device__", None)
+    if dev is not None and dev()[0] == 2:  # kDLCUDA without the interface (JAX): the capsule
+        return _from_cuda_dlpack(ext_tensor)
     return Tensor._make(_dlpack_array(ext_tensor, copy))
+
+
+class _CudaMemory:
+    """A DLPack import presented through the CUDA Array Interface (numba reads that)."""
+
+    def __init__(self, imported):
+        self.imported = imported  # releasing it (garbage collection) hands the memory back
+        isz = imported.dtype.itemsize
+        self.__cuda_array_interface__ = {
+            "shape": imported.shape,
+            "strides": tuple(s * isz for s in imported.strides),
+            "typestr": imported.dtype.str,
+            "data": (imported.ptr, False),
+            "version": 3,
+        }
+
+
+def _from_cuda_dlpack(obj):
+    from .utils import _dlpack_capsule as dl  # cycle: interop helpers sit above creation
+
+    return _from_cuda_array_interface(_CudaMemory(dl.read(obj.__dlpack__(stream=None))))
 
 
 class _Capsule:

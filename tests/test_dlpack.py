@@ -189,3 +189,67 @@ def test_jax_when_installed():
     x = jnp.arange(4.0)
     assert nbgrad.from_dlpack(x).tolist() == [0.0, 1.0, 2.0, 3.0]
     assert jnp.from_dlpack(nbgrad.arange(3.0)).tolist() == [0.0, 1.0, 2.0]
+
+
+# -- the hand-built capsules (nbgrad/utils/_dlpack_capsule.py) that CUDA tensors use, checked
+# here with host memory against numpy's and PyTorch's own DLPack (same structure, kDLCPU) --
+
+
+class _Producer:
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack__(self, **kwargs):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def _export(a):
+    from nbgrad.utils import _dlpack_capsule as dl
+
+    st = tuple(s // a.itemsize for s in a.strides)
+    return dl.export(a.__array_interface__["data"][0], a.shape, st, a.dtype, dl.KDL_CPU, 0, a)
+
+
+def test_hand_built_capsule_is_read_by_numpy_and_freed():
+    import gc
+
+    from nbgrad.utils import _dlpack_capsule as dl
+
+    a = np.arange(12.0).reshape(3, 4)[:, ::2]
+    b = np.from_dlpack(_Producer(_export(a)))
+    np.testing.assert_array_equal(b, a)
+    assert np.shares_memory(a, b) and len(dl._LIVE) == 1
+    del b
+    gc.collect()
+    assert not dl._LIVE  # the consumer called the deleter
+    cap = _export(a)
+    assert len(dl._LIVE) == 1
+    del cap
+    gc.collect()
+    assert not dl._LIVE  # an unconsumed capsule frees its tensor when it dies
+
+
+@needs_torch
+def test_hand_built_capsule_round_trips_with_pytorch():
+    import gc
+
+    from nbgrad.utils import _dlpack_capsule as dl
+
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = torch.utils.dlpack.from_dlpack(_export(a))
+    assert t.tolist() == a.tolist() and t.dtype == torch.float32
+    t[0, 0] = 7.0
+    assert a[0, 0] == 7.0  # shared
+    del t
+    gc.collect()
+    assert not dl._LIVE
+    imp = dl.read(torch.utils.dlpack.to_dlpack(torch.arange(6.0).reshape(2, 3).T))
+    assert (imp.shape, imp.strides, imp.dtype, imp.device_type) == ((3, 2), (1, 3), np.float32, 1)
+    imp.release()
+    with pytest.raises(BufferError, match="unconsumed"):
+        cap = torch.utils.dlpack.to_dlpack(torch.ones(1))
+        dl.read(cap)
+        dl.read(cap)  # a consumed capsule cannot be read twice

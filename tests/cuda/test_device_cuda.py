@@ -204,10 +204,17 @@ def test_cuda_array_interface_round_trip():
 
 
 def test_dlpack_of_a_cuda_tensor():
-    x = nbgrad.ones(2, device="cuda")
+    from nbgrad.utils import _dlpack_capsule as dl
+
+    x = nbgrad.arange(12.0).reshape(3, 4).cuda()
+    v = x.t()[1:]  # a strided view: its own pointer, shape and element strides
     assert x.__dlpack_device__() == (2, 0)  # kDLCUDA
-    with pytest.raises(BufferError, match="__cuda_array_interface__"):
-        x.__dlpack__()
+    imp = dl.read(v.__dlpack__())
+    assert (imp.device_type, imp.device_id) == (2, 0)
+    assert imp.shape == (3, 3) and imp.strides == (1, 4) and imp.dtype == np.float32
+    assert imp.ptr == v.data_ptr() == x.data_ptr() + 4
+    imp.release()
+    assert not dl._LIVE  # the consumer's release freed the exported tensor
     assert nbgrad.ones(2).__dlpack_device__() == (1, 0)
 
 
