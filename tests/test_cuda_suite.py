@@ -20,7 +20,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def test_cuda_folder_passes_under_the_simulator():
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "tests/cuda", "-q", "-p", "no:warnings", "-x"],
+        # (setup.cfg's addopts already has -q: one more would drop the summary line)
+        [sys.executable, "-m", "pytest", "tests/cuda", "-p", "no:warnings", "-x"],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -30,5 +31,6 @@ def test_cuda_folder_passes_under_the_simulator():
     )
     tail = proc.stdout[-8000:] + proc.stderr[-3000:]
     assert proc.returncode == 0, "tests/cuda failed under the simulator:\n" + tail
-    assert " passed" in proc.stdout and "error" not in proc.stdout.lower().split("\n")[-2], tail
-    print(proc.stdout.strip().splitlines()[-1])
+    summary = proc.stdout.strip().splitlines()[-1]
+    assert " passed" in summary and "failed" not in summary and "error" not in summary, tail
+    print(summary)
