@@ -108,7 +108,7 @@ for dtype in ("float32", "float64"):
     tryc("fill/" + dtype, E._kfill.py_func, (i64, tup, arr(dt), i64, tup, dt))
     tryc(
         "tri/" + dtype,
-        S._tri_kernel_sel.py_func,
+        S._tri_kernel.py_func,
         (arr(dt), arr(dt), i64, i64, i64, types.boolean, dt),
     )
 print("OK", ok, "FAILED", bad)

@@ -7,7 +7,7 @@ import numpy as np
 from ..device import CPU, check_device
 from ..kernels.cuda.array import DeviceArray
 
-__all__ = ["array_device", "move", "zeros_on", "on_device"]
+__all__ = ["array_device", "move", "zeros_on"]
 
 
 def array_device(arr):
@@ -24,13 +24,6 @@ def move(arr, device):
     from ..kernels.cuda.array import from_host  # lazy: the CUDA path loads on first use
 
     return from_host(arr)
-
-
-def on_device(arr, like):
-    """``arr`` (a numpy array) on the device of the array ``like``."""
-    if type(like) is DeviceArray and type(arr) is not DeviceArray:
-        return move(arr, like.device)
-    return arr
 
 
 def zeros_on(shape, npdtype, device):

@@ -180,10 +180,6 @@ def _kfill(n, sh, ob, oo, os, value):
         ob[q] = value
 
 
-def _copy_kernels():
-    return _kcopy, _kfill
-
-
 def assign(dst, src):
     """``dst[...] = src`` on the device: ``src`` a ``DeviceArray`` broadcastable to ``dst``'s
     shape (any strides, cast on store) or a Python scalar; ``dst`` may be any strided view.
@@ -191,16 +187,15 @@ def assign(dst, src):
     n = dst.size
     if n == 0:
         return dst
-    kcopy, kfill = _copy_kernels()
     blocks, threads = grid(n)
     sh = _pad(dst.shape, 1)
     if isinstance(src, DeviceArray):
         s = src.broadcast_to(dst.shape)
-        kcopy[blocks, threads](
+        _kcopy[blocks, threads](
             n, sh, dst.buf, dst.offset, _pad(dst.estrides, 0), s.buf, s.offset, _pad(s.estrides, 0)
         )
     else:
-        kfill[blocks, threads](
+        _kfill[blocks, threads](
             n, sh, dst.buf, dst.offset, _pad(dst.estrides, 0), np.array(src, dst.dtype)[()]
         )
     return dst

@@ -33,16 +33,12 @@ def _pair(sa, a, sb, b, keep):
     ma = [c for c in sa if c not in sb]
     nb = [c for c in sb if c not in sa]
 
-    def arranged(s, x, order):
-        x = x.transpose([s.index(c) for c in order])
-        return x
-
     B = math.prod(size[c] for c in batch)
     M = math.prod(size[c] for c in ma)
     N = math.prod(size[c] for c in nb)
     Kc = math.prod(size[c] for c in contract)
-    A = arranged(sa, a, batch + ma + contract).reshape(B, M, Kc)
-    Bm = arranged(sb, b, batch + contract + nb).reshape(B, Kc, N)
+    A = a.transpose([sa.index(c) for c in batch + ma + contract]).reshape(B, M, Kc)
+    Bm = b.transpose([sb.index(c) for c in batch + contract + nb]).reshape(B, Kc, N)
     out = matmul(A, Bm).reshape(tuple(size[c] for c in batch + ma + nb))
     return "".join(batch + ma + nb), out
 

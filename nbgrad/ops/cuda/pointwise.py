@@ -15,7 +15,6 @@ from ..._tensor import Tensor
 from ...autograd.saved import SavedOutput, SavedTensor
 from ...grad_mode import STATE
 from ...kernels.cuda import elementwise
-from ...kernels.cuda.array import DeviceArray
 from . import arrays_on_device
 
 __all__ = ["pointwise", "compare", "vjp_arrays", "COMPARE_FORMULAS"]
@@ -167,7 +166,3 @@ def vjp_arrays(op, node, g, plan):
             )
         out[k] = g if r is garr else _make(r)
     return tuple(out)
-
-
-def is_cuda_operand(x):
-    return type(getattr(x, "_data", None)) is DeviceArray

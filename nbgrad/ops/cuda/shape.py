@@ -2,7 +2,6 @@
 a new dense array filled by the strided copy kernel (kernels/cuda/elementwise.py ``assign``)
 through views of it, or by the triangle kernel -- no host round trip."""
 
-import numpy as np
 from numba import cuda
 
 from ...kernels.cuda.array import empty
@@ -63,7 +62,7 @@ def tile(a, reps, target):
 
 
 @cuda.jit
-def _tri_kernel_sel(x, out, n, m, k, upper, zero):
+def _tri_kernel(x, out, n, m, k, upper, zero):
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         c = i % m
         r = (i // m) % n
@@ -80,7 +79,5 @@ def tri(a, k, upper):
         n, m = a.shape[-2], a.shape[-1]
         flat_x = x.dense().reshape(size)
         flat_o = out.dense().reshape(size)
-        _tri_kernel_sel[grid(size)](
-            flat_x, flat_o, n, m, int(k), bool(upper), np.zeros(1, a.dtype)[0]
-        )
+        _tri_kernel[grid(size)](flat_x, flat_o, n, m, int(k), bool(upper), a.dtype.type(0))
     return out

@@ -6,8 +6,6 @@ Op code that allocates and reshapes around a kernel call is written once for bot
 layout work lives here; every computation is a Numba CUDA kernel.
 """
 
-import math
-
 import numpy as np
 
 from ...kernels.cuda import array as _a, elementwise as _e, twin as _twin
@@ -99,7 +97,3 @@ def moveaxis(a, source, destination):
 
 def broadcast_to(a, shape):
     return a.broadcast_to(shape)
-
-
-def prod(shape):
-    return math.prod(shape)
