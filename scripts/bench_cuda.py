@@ -34,14 +34,13 @@ def _timeit(fn, sync, reps):
 
 
 def peak_gbs():
+    """Theoretical HBM bandwidth: 2 (double data rate) x memory clock x bus width, from the
+    device attributes numba exposes (an H100 80GB HBM3: 2619 MHz x 5120 bits = 3352 GB/s)."""
     from numba import cuda
 
     dev = cuda.get_current_device()
     try:
-        from cuda.bindings import runtime
-
-        err, prop = runtime.cudaGetDeviceProperties(dev.id)
-        return 2 * prop.memoryClockRate * 1e3 * (prop.memoryBusWidth / 8) / 1e9
+        return 2 * dev.MEMORY_CLOCK_RATE * 1e3 * (dev.GLOBAL_MEMORY_BUS_WIDTH / 8) / 1e9
     except Exception:
         return None
 

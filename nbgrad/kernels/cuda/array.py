@@ -25,7 +25,10 @@ def from_host(arr):
     a = np.ascontiguousarray(arr)
     if a.size == 0:
         return empty(shape, a.dtype)
-    return DeviceArray(cuda.to_device(a.reshape(-1)), shape)
+    flat = a.reshape(-1)
+    if flat.strides[0] != flat.itemsize:  # a one-element view may keep a negative stride
+        flat = flat.copy()
+    return DeviceArray(cuda.to_device(flat), shape)
 
 
 def wrap(devarr):

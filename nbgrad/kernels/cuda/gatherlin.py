@@ -48,7 +48,10 @@ CHUNKS = 64 if SIM else 8192
 
 
 def _dev(a, dtype=np.int64):
-    return cuda.to_device(np.ascontiguousarray(a, dtype=dtype))
+    # A copy in C order: np.ascontiguousarray keeps a one-element view's negative stride (a
+    # reversed slice), and a real device then sizes the transfer as 0 bytes ("incompatible
+    # shape: (0,) vs. (1,)"); the simulator does not mind.
+    return cuda.to_device(np.array(a, dtype=dtype, order="C", copy=True))
 
 
 @cuda.jit

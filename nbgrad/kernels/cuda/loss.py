@@ -317,12 +317,19 @@ def ce_rows_bwd_cuda(x, t, w, ignore_index, lse, gs, gx):
 # -- binary cross-entropy, mse, smooth_l1 over 1-D buffers --------------------------------------
 
 
+@cuda.jit(device=True)
+def _max_keep_nan(a, b):
+    """``max(a, b)`` as numba's CPU ``max`` gives it: NaN in ``a`` wins.  CUDA's ``max`` lowers
+    to ``fmax``, which drops a NaN (seen on an H100: a NaN input gave a finite loss)."""
+    return b if a < b else a
+
+
 @cuda.jit
 def _bce_fwd(x, t, w, out, vals):
     for k in range(cuda.grid(1), x.shape[0], cuda.gridsize(1)):
         xi = x[k]
-        lx = max(log(xi), -100.0)
-        l1 = max(log1p(-xi), -100.0)
+        lx = _max_keep_nan(log(xi), -100.0)
+        l1 = _max_keep_nan(log1p(-xi), -100.0)
         v = w[k] * ((t[k] - 1.0) * l1 - t[k] * lx)
         out[k] = v
         vals[k] = v
@@ -341,7 +348,7 @@ def _bce_bwd(x, t, w, g, scale, gx, gt):
     for k in range(cuda.grid(1), x.shape[0], cuda.gridsize(1)):
         gk = (g[0] if shared else g[k]) * scale * w[k]
         xi = x[k]
-        gx[k] = gk * (xi - t[k]) / max((1.0 - xi) * xi, 1e-12)
+        gx[k] = gk * (xi - t[k]) / _max_keep_nan((1.0 - xi) * xi, 1e-12)
         gt[k] = gk * (log1p(-xi) - log(xi))
 
 
