@@ -103,6 +103,7 @@ from .autograd.anomaly_mode import (
     is_anomaly_check_nan_enabled,  # noqa: E402,F401
     is_anomaly_enabled,
 )
+from .compile import compile  # noqa: E402
 from .serialization import load, save  # noqa: E402
 
 FloatTensor = DoubleTensor = LongTensor = None  # legacy type names are not provided

@@ -38,3 +38,9 @@ PROFILE = False  # an autograd.profiler.profile is recording (NOTE [profiler fla
 def set_profiling(enabled):
     global PROFILE
     PROFILE = bool(enabled)
+
+
+# nbgrad.compile is capturing a function (NOTE [capture through the profiler flag]): the active
+# capture, which profiler.op_call/leaf_op hand every top-level op call to.  PROFILE is True
+# while it is set, so no hot path tests it.
+CAPTURE = None

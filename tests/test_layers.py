@@ -57,6 +57,7 @@ LAYERS = [
             "nbgrad.utils",
             "nbgrad.serialization",
             "nbgrad._torch_format",
+            "nbgrad.compile",
         ],
     ),
     ("top", ["nbgrad", "nbgrad.bench", "nbgrad.__main__", "nbgrad._warmup", "nbgrad.testing"]),

@@ -255,7 +255,10 @@ def _now_us():
 
 
 def begin(name, kind="op", shapes=None):
-    """Open an event (only called while ``_flags.PROFILE``); returns it for ``end``."""
+    """Open an event (only called while ``_flags.PROFILE``); returns it for ``end`` (None while
+    only a capture of nbgrad.compile holds the flag)."""
+    if not _ACTIVE:
+        return None
     prof = _ACTIVE[-1]
     stack = _TLS.stack
     if stack is None:
@@ -281,6 +284,8 @@ def begin(name, kind="op", shapes=None):
 
 
 def end(ev):
+    if ev is None:
+        return
     ev.end = _now_us()
     if _ACTIVE and _ACTIVE[-1].profile_memory:
         ev.memory += tracemalloc.get_traced_memory()[0]
@@ -297,6 +302,8 @@ def end(ev):
 def leaf_op(name, fn, *args):
     """A pointwise op (dispatch's fast paths) as one ``aten::<name>`` event.  The flag is off
     while it runs, so its re-entry into the same fast path records nothing twice."""
+    if _flags.CAPTURE is not None:  # NOTE [capture through the profiler flag]
+        return _flags.CAPTURE.op(name, fn, args, {})
     ev = begin("aten::" + name, "op", shapes_of(args))
     _flags.PROFILE = False
     try:
@@ -308,6 +315,8 @@ def leaf_op(name, fn, *args):
 
 def op_call(name, fn, args, kwargs):
     """A registry op's public call as an ``aten::<name>`` event (the ops it calls nest)."""
+    if _flags.CAPTURE is not None:  # NOTE [capture through the profiler flag]
+        return _flags.CAPTURE.op(name, fn, args, kwargs)
     ev = begin("aten::" + name, "op", shapes_of(args))
     try:
         return fn(*args, **kwargs)

@@ -8,8 +8,9 @@ import numbers
 
 import numpy as np
 
-from .. import dtypes as _dt
+from .. import _flags, dtypes as _dt
 from .._tensor import Tensor
+from ..autograd.profiler import op_call
 from ..creation import tensor
 from ..kernels.cuda.array import DeviceArray
 from . import pointwise as _table  # (fills the registry)
@@ -94,6 +95,11 @@ def _compare(op):
     uf, name = op.numpy, op.name
 
     def f(input, other, *, out=None):
+        if _flags.PROFILE:  # NOTE [profiler flag]
+            return op_call(name, f_, (input, other), {"out": out} if out is not None else {})
+        return f_(input, other, out=out)
+
+    def f_(input, other, *, out=None):
         a = input._data if isinstance(input, Tensor) else input
         o = _operand(other)
         b = o._data if isinstance(o, Tensor) else o
@@ -117,6 +123,11 @@ def _unary_nograd(op):
     uf, name = op.numpy, op.name
 
     def f(input, *, out=None):
+        if _flags.PROFILE:  # NOTE [profiler flag]
+            return op_call(name, f_, (input,), {"out": out} if out is not None else {})
+        return f_(input, out=out)
+
+    def f_(input, *, out=None):
         x = _t(input, name)
         if type(x._data) is DeviceArray:  # NOTE [device storage]
             from .cuda.pointwise import compare  # lazy: the CUDA path loads on first use

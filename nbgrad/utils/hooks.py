@@ -11,6 +11,12 @@ import weakref
 __all__ = ["RemovableHandle", "add_hook", "unserializable_hook"]
 
 
+# Bumped by every hook registration and removal: nbgrad.compile's guard that no hook changed
+# since a function was captured (the captured graph may run through a module whose hooks now
+# make it opaque).  A list so importers share it.
+EPOCH = [0]
+
+
 class RemovableHandle:
     """Removes its hook from one or more registries; idempotent; a context manager."""
 
@@ -27,6 +33,7 @@ class RemovableHandle:
         self._refs = tuple(_ref(d) for d in dicts)
 
     def remove(self):
+        EPOCH[0] += 1
         for r in self._refs:
             d = r()
             if d is not None:
@@ -86,6 +93,7 @@ def add_hook(registry, fn, *, prepend=False, extra=None):
     """Register ``fn`` in ``registry`` and return its handle.  ``extra``: a dict or list of
     dicts holding per-hook flags (``with_kwargs``, ...) that removal must clear too."""
     h = RemovableHandle(registry, extra_dict=extra)
+    EPOCH[0] += 1
     registry[h.id] = fn
     if prepend:
         prepend_to(registry, h.id)

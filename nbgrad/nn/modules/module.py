@@ -363,6 +363,19 @@ class Module:
             m.train(mode)
         return self
 
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        """Compile this module's ``forward`` in place with ``nbgrad.compile`` (PyTorch's
+        ``Module.compile``): calls keep running this module's own hooks eagerly around it."""
+        from ...compile import CompiledFunction  # cycle: compile patches nn while capturing
+
+        fwd = self.__dict__.get("forward")
+        if isinstance(fwd, CompiledFunction):
+            return
+        kwargs.pop("backend", None), kwargs.pop("mode", None), kwargs.pop("options", None)
+        object.__setattr__(
+            self, "forward", CompiledFunction(self.forward, params=self.parameters, **kwargs)
+        )
+
     def eval(self: _M) -> _M:
         """``train(False)``."""
         return self.train(False)

@@ -1,0 +1,443 @@
+"""Capture: run a function once eagerly and record what it did as a replayable program.
+
+NOTE [capture through the profiler flag]: every registry op already tests ``_flags.PROFILE``
+once on its way in (NOTE [profiler flag]) and calls ``profiler.op_call``/``leaf_op`` when it is
+set.  A capture sets the flag and ``_flags.CAPTURE``; those two functions hand the call to
+``Capture.op``, which records it (the callable, its arguments with tensors replaced by value
+references, its results) and runs it with the flag off, so the ops it calls inside are not
+recorded twice.  Eager code pays nothing for this: no new test on any hot path.
+
+What is not an op but must happen again on replay is recorded as a *call* by patching, for the
+capture's duration only, the functions that do it (``_PATCHED``): ``backward``/``autograd.grad``,
+optimizer ``step``/``zero_grad``, a module call that runs hooks (the module runs eagerly on
+replay, so its hooks fire as in eager mode), hook registrations on tensors and nodes, handle
+removal, ``detach``/``requires_grad_`` and the creation functions.  Reads of tensor values into
+Python (``item``, ``bool``, ``tolist``...) are *reads*: a read that later recorded work may
+depend on becomes a guard of the replay (NOTE [reads are guards]).
+
+A tensor the recorded work uses that no recorded event produced is a *constant*, kept by
+reference (a parameter, a tensor the function closes over) -- unless it was made while the
+capture ran, by code the capture does not see: then the program cannot be replayed and the
+function runs eagerly (``Unreplayable`` with the reason; ``explain()`` shows it).
+"""
+
+import gc
+import os
+import traceback
+
+from .. import _flags
+from .._tensor import Tensor
+from ..autograd.graph import Node
+from ..utils.hooks import RemovableHandle
+
+_HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the nbgrad package
+
+
+class Ref:
+    """A reference to value ``i`` of a program (a tensor, handle or read value)."""
+
+    __slots__ = ("i",)
+
+    def __init__(self, i):
+        self.i = i
+
+    def __repr__(self):
+        return "v%d" % self.i
+
+
+def resolve(t, vals):
+    """A template with each Ref replaced by ``vals[ref.i]`` (``vals``: a list or a dict)."""
+    tp = type(t)
+    if tp is Ref:
+        return vals[t.i]
+    if tp is tuple:
+        return tuple([resolve(a, vals) for a in t])
+    if tp is list:
+        return [resolve(a, vals) for a in t]
+    if tp is dict:
+        return {k: resolve(v, vals) for k, v in t.items()}
+    if tp is Seq:
+        return t.build(tuple([resolve(a, vals) for a in t.items]))
+    return t
+
+
+class Seq:
+    """A template of a tuple subclass (a named tuple such as ``sort``'s result)."""
+
+    __slots__ = ("cls", "items")
+
+    def __init__(self, cls, items):
+        self.cls = cls
+        self.items = items
+
+    def build(self, items):
+        try:
+            return self.cls(items)
+        except TypeError:
+            return self.cls(*items)
+
+    def __repr__(self):
+        return "%s%r" % (self.cls.__name__, self.items)
+
+
+class Event:
+    """One recorded step.  ``kind``: 'op' (a registry op: ``fn`` is what the profiler hook got),
+    'call' (anything else replayed by calling it), 'read' (a value read into Python), 'fused'
+    (a fused region, made by fuse.py).  ``args``/``kwargs`` are templates (tensors -> Ref),
+    ``outs`` the template of the result, ``where`` the user's source line."""
+
+    __slots__ = ("kind", "name", "fn", "args", "kwargs", "outs", "where", "guard", "value",
+                 "mutates", "region")  # fmt: skip
+
+    def __init__(self, kind, name, fn, args, kwargs, outs, where):
+        self.kind = kind
+        self.name = name
+        self.fn = fn
+        self.args = args
+        self.kwargs = kwargs
+        self.outs = outs
+        self.where = where
+        self.guard = False
+        self.value = None
+        self.mutates = ()
+        self.region = None
+
+    def __repr__(self):
+        return "%s %s(%s) -> %r" % (self.kind, self.name, _fmt(self.args), self.outs)
+
+
+def _fmt(t):
+    if isinstance(t, tuple):
+        return ", ".join(_fmt(a) for a in t)
+    return repr(t) if not isinstance(t, Tensor) else "const%s" % (tuple(t.shape),)
+
+
+class Unreplayable(Exception):
+    """The captured program cannot be replayed (the reason is the message)."""
+
+
+class GraphBreak(RuntimeError):
+    """``fullgraph=True`` and the function did something capture cannot follow."""
+
+
+def user_line():
+    """``file:line: code`` of the innermost frame outside nbgrad (for messages and explain)."""
+    for fr in reversed(traceback.extract_stack()):
+        if not fr.filename.startswith(_HERE):
+            return "%s:%s: %s" % (fr.filename, fr.lineno, (fr.line or "").strip())
+    return "<unknown>"
+
+
+class Capture:
+    """The recorder of one capture (``_flags.CAPTURE`` while it runs)."""
+
+    def __init__(self, fullgraph=False):
+        self.fullgraph = fullgraph
+        self.events = []
+        self.ids = {}  # id(object) -> value index
+        self.keep = []  # objects whose ids are in ``ids`` (ids must not be reused)
+        self.nvals = 0
+        self.inside = 0  # > 0 while a recorded event runs: what it does is not recorded
+        self.problem = None  # why this program cannot be replayed
+        self.consts = {}  # id -> tensor used as a constant
+        self.pre_existing = None  # ids of tensors alive before the capture
+        self.uses = {}  # value index -> [event index or 'out'] (filled by template)
+        self.boundary = set()  # values hooks/reads/calls see: never fused away
+        self.impure = False  # a call or an in-place write has happened
+        self.node_hooked = set()  # values whose grad_fn has hooks: their op stays its own node
+
+    # -- values ----------------------------------------------------------------------------
+    def define(self, obj):
+        i = self.nvals
+        self.nvals += 1
+        self.ids[id(obj)] = i
+        self.keep.append(obj)
+        return Ref(i)
+
+    def inputs(self, tensors):
+        return [self.define(t) for t in tensors]
+
+    def template(self, obj, user=None):
+        """``obj`` with every known tensor/handle replaced by its Ref; unknown tensors become
+        constants (checked by ``_const``).  ``user``: the event index using them."""
+        t = type(obj)
+        if t is tuple or t is list:
+            r = [self.template(a, user) for a in obj]
+            return tuple(r) if t is tuple else r
+        if t is dict:
+            return {k: self.template(v, user) for k, v in obj.items()}
+        if isinstance(obj, tuple):
+            return Seq(t, tuple(self.template(a, user) for a in obj))
+        if isinstance(obj, Tensor) or t is RemovableHandle:
+            i = self.ids.get(id(obj))
+            if i is None:
+                if t is RemovableHandle:
+                    self.fail("a hook handle made outside the captured function is used")
+                    return obj
+                return self._const(obj)
+            self.uses.setdefault(i, []).append(user)
+            return Ref(i)
+        if t is float or t is int:  # a value read earlier (NOTE [reads are guards])
+            i = self.ids.get(id(obj))
+            if i is not None and self.keep[i] is obj:
+                return Ref(i)
+        return obj
+
+    def _const(self, t):
+        if id(t) not in self.pre_existing:
+            self.fail(
+                "a tensor made by code nbgrad.compile does not record is used (%s, shape %s)"
+                % (user_line(), tuple(t.shape))
+            )
+        self.consts[id(t)] = t
+        return t
+
+    def result(self, res):
+        """Define each tensor/handle in ``res`` not known yet (an in-place op returns a known
+        one: it keeps its Ref)."""
+        t = type(res)
+        if t is tuple or t is list:
+            r = [self.result(a) for a in res]
+            return tuple(r) if t is tuple else r
+        if isinstance(res, tuple):
+            return Seq(t, tuple(self.result(a) for a in res))
+        if isinstance(res, Tensor) or t is RemovableHandle:
+            i = self.ids.get(id(res))
+            return Ref(i) if i is not None else self.define(res)
+        return res
+
+    def fail(self, reason):
+        if self.fullgraph:
+            raise GraphBreak("nbgrad.compile(fullgraph=True): %s" % reason)
+        if self.problem is None:
+            self.problem = reason
+
+    # -- events ----------------------------------------------------------------------------
+    def op(self, name, fn, args, kwargs):
+        """A registry op called by the function (profiler.op_call / leaf_op)."""
+        if self.inside:
+            return fn(*args, **kwargs)
+        n = len(self.events)
+        targs = self.template(args, n)
+        tkw = self.template(kwargs, n) if kwargs else kwargs
+        before = [(t, t._vc[0]) for t in _tensors(args) + _tensors(kwargs)]
+        self.inside += 1
+        _flags.PROFILE = False
+        try:
+            res = fn(*args, **kwargs)
+        finally:
+            _flags.PROFILE = True
+            self.inside -= 1
+        ev = Event("op", name, fn, targs, tkw, self.result(res), None)
+        ev.mutates = tuple(
+            self.ids[id(t)] for t, v in before if t._vc[0] != v and id(t) in self.ids
+        )
+        for t, v in before:
+            if t._vc[0] != v:
+                self.impure = True
+                if id(t) in self.consts and id(t) not in self.pre_existing:
+                    self.fail("an untracked tensor is modified in place by %s" % name)
+        self.events.append(ev)
+        return res
+
+    def call(self, name, fn, args, kwargs, boundary=True, impure=True):
+        """Anything else replayed by calling it again (see the module docstring)."""
+        if self.inside:
+            return fn(*args, **kwargs)
+        n = len(self.events)
+        targs = self.template(args, n)
+        tkw = self.template(kwargs, n) if kwargs else kwargs
+        if boundary:
+            for t in _tensors(args) + _tensors(kwargs):
+                i = self.ids.get(id(t))
+                if i is not None:
+                    self.boundary.add(i)
+        self.inside += 1
+        _flags.PROFILE = False
+        try:
+            res = fn(*args, **kwargs)
+        finally:
+            _flags.PROFILE = True
+            self.inside -= 1
+        ev = Event("call", name, fn, targs, tkw, self.result(res), None)
+        self.impure = self.impure or impure
+        self.events.append(ev)
+        return res
+
+    def read(self, name, fn, tensor, args):
+        """A tensor value read into Python (NOTE [reads are guards])."""
+        if self.inside:
+            return fn(tensor, *args)
+        where = user_line()
+        if self.fullgraph:
+            raise GraphBreak(
+                "nbgrad.compile(fullgraph=True): graph break at Tensor.%s() (data-dependent), "
+                "at %s" % (name, where)
+            )
+        src = self.template(tensor, len(self.events))
+        self.inside += 1
+        _flags.PROFILE = False
+        try:
+            v = fn(tensor, *args)
+        finally:
+            _flags.PROFILE = True
+            self.inside -= 1
+        ev = Event("read", name, fn, (src,) + tuple(args), None, None, where)
+        ev.value = v
+        if isinstance(src, Ref):
+            self.boundary.add(src.i)
+        if type(v) in (float, int, bool):  # a returned read is a fresh read on replay
+            ev.outs = self.define(v) if not _interned(v) else None
+        if self.impure:
+            ev.mutates = ("after side effects",)
+        self.events.append(ev)
+        return v
+
+    def node_hook(self, kind, orig, node, fn, args, kwargs):
+        """``grad_fn.register_hook``/``register_prehook`` on a recorded value's node."""
+        if self.inside:
+            return orig(node, fn, *args, **kwargs)
+        owner = None
+        for obj in self.keep:
+            if isinstance(obj, Tensor) and obj._grad_fn is node:
+                owner = obj
+                break
+        if owner is None:
+            self.fail("a hook is registered on a node that is no recorded tensor's grad_fn")
+            return orig(node, fn, *args, **kwargs)
+        self.node_hooked.add(self.ids[id(owner)])
+        return self.call(kind, _node_hook_of(kind), (owner, fn) + tuple(args), kwargs)
+
+
+def _node_hook_of(kind):
+    def register(t, fn, *args, **kwargs):
+        return getattr(t.grad_fn, kind)(fn, *args, **kwargs)
+
+    register.__name__ = "grad_fn." + kind
+    return register
+
+
+def _interned(v):
+    return v is True or v is False or (type(v) is int and -5 <= v <= 256)
+
+
+def _tensors(obj):
+    t = type(obj)
+    if t is tuple or t is list:
+        out = []
+        for a in obj:
+            out.extend(_tensors(a))
+        return out
+    if t is dict:
+        out = []
+        for a in obj.values():
+            out.extend(_tensors(a))
+        return out
+    return [obj] if isinstance(obj, Tensor) else []
+
+
+# -- patching for the capture's duration -----------------------------------------------------
+
+_READS = ("item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__index__")
+_TENSOR_CALLS = ("register_hook", "retain_grad", "register_post_accumulate_grad_hook",
+                 "detach", "detach_", "requires_grad_", "backward")  # fmt: skip
+_CREATION = ("tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange",
+             "linspace", "eye", "zeros_like", "ones_like", "empty_like", "full_like",
+             "rand_like", "randn_like", "as_tensor", "from_numpy")  # fmt: skip
+
+
+def _read_patch(cap, name, orig):
+    def patched(self, *args):
+        return cap.read(name, orig, self, args)
+
+    return patched
+
+
+def _call_patch(cap, name, orig):
+    def patched(*args, **kwargs):
+        return cap.call(name, orig, args, kwargs)
+
+    patched.__name__ = getattr(orig, "__name__", name)
+    return patched
+
+
+def _node_patch(cap, kind, orig):
+    def patched(self, fn, *args, **kwargs):
+        return cap.node_hook(kind, orig, self, fn, args, kwargs)
+
+    return patched
+
+
+def _remove_patch(cap, orig):
+    def patched(self):
+        if cap.inside or id(self) not in cap.ids:
+            return orig(self)
+        return cap.call("handle.remove", orig, (self,), {})
+
+    return patched
+
+
+def start(cap):
+    """Install the patches and the flags; returns the undo list for ``stop``."""
+    import nbgrad  # cycle: the top-level namespace holds the creation functions we patch
+
+    from .. import autograd, creation  # cycle: compile sits above the surface it patches
+    from ..nn.modules.module import Module  # cycle: compile sits above nn
+    from ..optim.optimizer import Optimizer  # cycle: compile sits above optim
+
+    undo = []
+
+    def patch(owner, name, new):
+        undo.append((owner, name, owner.__dict__.get(name, _MISSING)))
+        setattr(owner, name, new)
+
+    for n in _READS:
+        patch(Tensor, n, _read_patch(cap, n, getattr(Tensor, n)))
+    for n in _TENSOR_CALLS:
+        patch(Tensor, n, _call_patch(cap, "Tensor." + n, getattr(Tensor, n)))
+    for n in ("register_hook", "register_prehook"):
+        patch(Node, n, _node_patch(cap, n, getattr(Node, n)))
+    grad = Tensor.__dict__["grad"]
+
+    def grad_get(t):
+        if cap.inside:
+            return grad.fget(t)
+        return cap.call("Tensor.grad", grad.fget, (t,), {}, impure=False)
+
+    patch(Tensor, "grad", property(grad_get, grad.fset, grad.fdel))
+    patch(RemovableHandle, "remove", _remove_patch(cap, RemovableHandle.remove))
+    for n in ("backward", "grad"):
+        patch(autograd, n, _call_patch(cap, "autograd." + n, getattr(autograd, n)))
+    for mod in (nbgrad, creation):
+        for n in _CREATION:
+            f = mod.__dict__.get(n)
+            if f is not None:
+                patch(mod, n, _call_patch(cap, n, f))
+    patch(
+        Module, "_call_with_hooks", _call_patch(cap, "module_with_hooks", Module._call_with_hooks)
+    )
+    stack = [Optimizer]
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        for n in ("step", "zero_grad"):
+            if n in cls.__dict__:
+                patch(cls, n, _call_patch(cap, "%s.%s" % (cls.__name__, n), cls.__dict__[n]))
+    cap.pre_existing = {id(o): o for o in gc.get_objects() if issubclass(type(o), Tensor)}
+    undo.append((None, _flags.PROFILE, _flags.CAPTURE))
+    _flags.PROFILE = True
+    _flags.CAPTURE = cap
+    return undo
+
+
+_MISSING = object()
+
+
+def stop(undo):
+    for owner, name, old in reversed(undo):
+        if owner is None:
+            _flags.PROFILE, _flags.CAPTURE = name, old
+        elif old is _MISSING:
+            delattr(owner, name)
+        else:
+            setattr(owner, name, old)

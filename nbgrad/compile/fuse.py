@@ -1,0 +1,310 @@
+"""Fusion: chains of pointwise ops in a captured program become one generated Numba kernel.
+
+A *region* is a set of recorded pointwise-op events (float32/float64 on the CPU, every tensor
+operand of the result's dtype) joined through *internal* values: values produced in the region
+whose every use is another event of the region, and that nothing else sees (no hook, read,
+call, or the function's result).  Each region has one result.  Its forward is one ufunc built
+from the registry's formula strings, one statement per op (``kernels/build.py:fused_kernel``),
+so memory is read and written once; its backward is one ufunc per input needing a gradient,
+which recomputes the forward statements and accumulates ``g * partial`` through them in
+reverse, from the registry's partial strings.  The replay records one node for the region,
+``CompiledFunctionBackward`` (torch.compile's name), saving the region's inputs with their
+versions, so in-place errors stay errors.
+
+NOTE [hooks are breakpoints]: a value a hook is registered on (tensor hook, retain_grad, node
+hook) is never internal, so every hook sees the tensor and gradient eager mode gives it; the
+backward between breakpoints is fused.
+"""
+
+import ast
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..grad_mode import STATE
+from ..kernels.build import fused_kernel
+from ..ops import dispatch
+from ..ops.formula import partials_of
+from ..ops.registry import result
+from .capture import Event, Ref, Seq, resolve
+
+_FNS = (dispatch.binary, dispatch.unary, dispatch.pointwise)
+_FLOATS = ("float32", "float64")
+
+
+def _operands(ev):
+    """``(op, [operand], attrs)`` of a pointwise-op event, or None when it is something else."""
+    if ev.kind != "op" or ev.fn not in _FNS or ev.kwargs:
+        return None
+    a = ev.args
+    if ev.fn is dispatch.binary:
+        op, operands, attrs = a[0], [a[1], a[2]], ()
+    elif ev.fn is dispatch.unary:
+        op, operands, attrs = a[0], [a[1]], tuple(a[2]) if len(a) > 2 else ()
+    else:
+        if len(a) > 3 and a[3]:  # contiguous=True (masked_fill): a layout request
+            return None
+        op, operands, attrs = a[0], list(a[1]), tuple(a[2]) if len(a) > 2 else ()
+    if op.kind != "pointwise" or op.bool_args or op.formula is None:
+        return None
+    return op, operands, attrs
+
+
+def fusible(ev, vals):
+    """Whether a recorded event can join a region (``vals``: the capture's tensors by index)."""
+    got = _operands(ev)
+    if got is None or ev.mutates or not isinstance(ev.outs, Ref):
+        return False
+    op, operands, attrs = got
+    out = vals[ev.outs.i]
+    dt = out._dtype.name
+    if dt not in _FLOATS or type(out._data) is not np.ndarray:
+        return False
+    if len(operands) != len(op.args) or len(attrs) != len(op.attrs):
+        return False
+    for a in operands:
+        if isinstance(a, Ref):
+            t = vals[a.i]
+            if t._dtype.name != dt or type(t._data) is not np.ndarray:
+                return False
+        elif type(a) not in (int, float):  # a constant tensor or a bool/complex scalar
+            return False
+    return all(type(v) in (int, float) for v in attrs)
+
+
+class Region:
+    """A fused region: ``events`` (in program order), ``inputs`` (value indices), ``out``."""
+
+    def __init__(self, events, inputs, out, dtype, needs):
+        self.events = events
+        self.inputs = inputs
+        self.out = out
+        self.dtype = dtype
+        self.needs = needs  # per input: whether its gradient is computed
+        params = ["p%d" % k for k in range(len(inputs))]
+        name = {v: p for v, p in zip(inputs, params)}
+        self.fwd_stmts = []
+        for n, ev in enumerate(events):
+            op, operands, attrs = _operands(ev)
+            env = {}
+            for argname, a in zip(op.args, operands):
+                env[argname] = name[a.i] if isinstance(a, Ref) else repr(float(a))
+            for attr, v in zip(op.attrs, attrs):
+                env[attr] = repr(float(v)) if type(v) is float else repr(v)
+            tname = "t%d" % n
+            self.fwd_stmts.append((tname, _subst(op.formula, env)))
+            name[ev.outs.i] = tname
+        self.params = params
+        tag = "fused_" + "_".join(_opname(ev) for ev in events[:6])
+        self.fwd, self.fwd_src = fused_kernel(tag, params, self.fwd_stmts, dtype)
+        self.bwd, self.bwd_src = [], []
+        for k in range(len(inputs)):
+            if needs[k]:
+                stmts = self._backward_stmts(name, k)
+                kern, src = fused_kernel(tag + "_bwd%d" % k, ["g"] + params, stmts, dtype)
+            else:
+                kern = src = None
+            self.bwd.append(kern)
+            self.bwd_src.append(src)
+        self.nodename = "CompiledFunctionBackward"
+
+    def _backward_stmts(self, name, k):
+        """Forward statements, then reverse accumulation of ``g`` to input ``k``."""
+        stmts = list(self.fwd_stmts)
+        grad = {self.out: "g"}  # value index -> the statement name of its gradient so far
+        count = [0]
+
+        def fresh():
+            count[0] += 1
+            return "b%d" % count[0]
+
+        for n in range(len(self.events) - 1, -1, -1):
+            ev = self.events[n]
+            gname = grad.get(ev.outs.i)
+            if gname is None:
+                continue
+            op, operands, attrs = _operands(ev)
+            parts = partials_of(op)
+            env = {"g": gname, "out": "t%d" % n}
+            for argname, a in zip(op.args, operands):
+                env[argname] = name[a.i] if isinstance(a, Ref) else repr(float(a))
+            for attr, v in zip(op.attrs, attrs):
+                env[attr] = repr(float(v)) if type(v) is float else repr(v)
+            for j, a in enumerate(operands):
+                if not isinstance(a, Ref) or parts[j] is None:
+                    continue
+                term = _subst(parts[j].expr, env)
+                b = fresh()
+                prev = grad.get(a.i)
+                stmts.append((b, term if prev is None else "%s + (%s)" % (prev, term)))
+                grad[a.i] = b
+        target = grad.get(self.inputs[k])
+        stmts.append(("r", target if target is not None else "g * 0.0"))
+        return stmts
+
+    def explain(self):
+        lines = ["region %s -> v%d: %s" % (
+            ", ".join("v%d" % i for i in self.inputs), self.out,
+            " -> ".join(_opname(ev) for ev in self.events))]  # fmt: skip
+        lines.append(self.fwd_src)
+        for s in self.bwd_src:
+            if s is not None:
+                lines.append(s)
+        return "\n".join(lines)
+
+    # -- replay ----------------------------------------------------------------------------
+    def run(self, *tensors):
+        arrays = [t._data for t in tensors]
+        out = self.fwd(*arrays)
+        if type(out) is not np.ndarray:
+            out = np.asarray(out)
+        if not STATE.enabled or not any(t._requires_grad for t in tensors):
+            from .._tensor import Tensor  # lazy: only the no-grad path needs the constructor
+
+            return Tensor._make(out)
+        saved = {"p%d" % k: t for k, t in enumerate(tensors)}
+        return result(out, self.nodename, list(tensors), self._vjp, saved=saved, attrs=self)
+
+    def _vjp(self, node, grads):
+        g = grads[0]
+        if STATE.enabled:  # create_graph: the same ops again, differentiably
+            return self._vjp_graph(node, g)
+        arrays = [node.array("p%d" % k) for k in range(len(self.inputs))]
+        garr = g._data
+        if garr.dtype != arrays[0].dtype:
+            garr = garr.astype(arrays[0].dtype)
+        outs = []
+        from .._tensor import Tensor  # lazy: see run
+
+        for k, (edge, kern) in enumerate(zip(node.next_functions, self.bwd)):
+            if edge[0] is None or kern is None:
+                outs.append(None)
+                continue
+            r = kern(garr, *arrays)
+            outs.append(Tensor._make(r if type(r) is np.ndarray else np.asarray(r)))
+        return tuple(outs)
+
+    def _vjp_graph(self, node, g):
+        from ..autograd import grad as autograd_grad  # cycle: autograd imports ops
+
+        ins = [node.unpack("p%d" % k) for k in range(len(self.inputs))]
+        vals = dict(zip(self.inputs, ins))
+        for ev in self.events:  # the recorded calls again, on the saved inputs
+            vals[ev.outs.i] = ev.fn(*resolve(ev.args, vals))
+        want = [t for t, e in zip(ins, node.next_functions) if e[0] is not None]
+        got = iter(autograd_grad(vals[self.out], want, g, create_graph=True, allow_unused=True))
+        return tuple(next(got) if e[0] is not None else None for e in node.next_functions)
+
+
+def _opname(ev):
+    return _operands(ev)[0].name
+
+
+class _Rename(ast.NodeTransformer):
+    def __init__(self, env):
+        self.env = env
+
+    def visit_Name(self, node):
+        r = self.env.get(node.id)
+        if r is None:
+            return node
+        return ast.parse(r, mode="eval").body
+
+
+def _subst(expr, env):
+    tree = _Rename(env).visit(ast.parse(expr, mode="eval"))
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
+def fuse(cap, outputs_used):
+    """Replace fusible chains in ``cap.events`` by 'fused' events.  ``outputs_used``: value
+    indices the function's result holds.  Returns the new event list and the regions."""
+    events = cap.events
+    vals = cap.keep
+    # a node hook sees its node's own gradients: that op stays an eager node
+    ok = [fusible(ev, vals) and ev.outs.i not in cap.node_hooked for ev in events]
+    producer = {ev.outs.i: n for n, ev in enumerate(events) if ok[n]}
+    uses = {}
+    for n, ev in enumerate(events):
+        for r in _refs((ev.args, ev.kwargs)):
+            uses.setdefault(r, []).append(n)
+    internal = set()
+    for v, n in producer.items():
+        us = uses.get(v, [])
+        if (
+            us
+            and v not in outputs_used
+            and v not in cap.boundary
+            and all(ok[u] and u > n for u in us)
+            and len(set(us)) == len(us) == 1  # one consumer: one result per region
+        ):
+            internal.add(v)
+    # union events joined by internal values; each group is a region with one result
+    group = list(range(len(events)))
+
+    def find(a):
+        while group[a] != a:
+            group[a] = group[group[a]]
+            a = group[a]
+        return a
+
+    for v in internal:
+        a, b = find(producer[v]), find(uses[v][0])
+        group[a] = b
+    members = {}
+    for n in range(len(events)):
+        if ok[n]:
+            members.setdefault(find(n), []).append(n)
+    out_events, regions = [], []
+    placed = {}
+    for root, ns in members.items():
+        if len(ns) < 2:
+            continue
+        last = max(ns)
+        evs = [events[n] for n in sorted(ns)]
+        produced = {ev.outs.i for ev in evs}
+        inputs = []
+        for ev in evs:
+            for r in _refs(ev.args):
+                if r not in produced and r not in inputs:
+                    inputs.append(r)
+        res = events[last].outs.i
+        dtype = vals[res]._dtype.name
+        needs = [vals[i]._requires_grad for i in inputs]
+        reg = Region(evs, inputs, res, dtype, needs)
+        ev = Event("fused", "fused[%d]" % len(evs), reg.run, tuple(Ref(i) for i in inputs),
+                   None, Ref(res), None)  # fmt: skip
+        ev.region = reg
+        placed[last] = ev
+        for n in ns:
+            placed.setdefault(n, None)
+        regions.append(reg)
+    for n, ev in enumerate(events):
+        if n in placed:
+            if placed[n] is not None:
+                out_events.append(placed[n])
+        else:
+            out_events.append(ev)
+    return out_events, regions
+
+
+def _refs(t):
+    tp = type(t)
+    if tp is Ref:
+        return [t.i]
+    if tp is Seq:
+        return _refs(t.items)
+    if tp is tuple or tp is list:
+        out = []
+        for a in t:
+            out.extend(_refs(a))
+        return out
+    if tp is dict:
+        out = []
+        for a in t.values():
+            out.extend(_refs(a))
+        return out
+    return []
+
+
+__all__ = ["Region", "fuse", "fusible", "_dt"]
