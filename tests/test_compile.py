@@ -403,3 +403,62 @@ def test_decorator_forms():
 
     assert f(T.ones(1)).tolist() == [2.0] and g(T.ones(1)).tolist() == [2.0]
     assert f.__name__ == "f"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_large_regions_take_the_loop_kernel_with_the_same_results(dtype, monkeypatch):
+    """>= 4096 contiguous elements and sum's broadcast gradient: the loop-kernel path."""
+    import sys
+
+    fuse_mod = sys.modules["nbgrad.compile.fuse"]  # (the package's ``fuse`` is the function)
+
+    loops = []
+    real = fuse_mod.cpu_loop
+    monkeypatch.setattr(fuse_mod, "cpu_loop", lambda k: loops.append(k) or real(k))
+    rng = np.random.default_rng(3)
+    x = T.tensor(rng.standard_normal(5000).astype(dtype), requires_grad=True)
+    b = T.tensor(rng.standard_normal(5000).astype(dtype), requires_grad=True)
+
+    def f(x, b):
+        y = gelu(x) * b + x.sigmoid()
+        y.sum().backward()
+        return y
+
+    want = f(x, b).detach().numpy()
+    gx, gb = x.grad.clone(), b.grad.clone()
+    cf = T.compile(f)
+    for _ in range(2):
+        x.grad = b.grad = None
+        got = cf(x, b).detach().numpy()
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == "float32" else dict(rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got, want, **tol)
+    np.testing.assert_allclose(x.grad.numpy(), gx.numpy(), **tol)
+    np.testing.assert_allclose(b.grad.numpy(), gb.numpy(), **tol)
+    assert cf.stats["replays"] == 1
+    assert len(loops) == 3  # the replay's forward and both input gradients
+
+
+def test_nested_compiled_functions_and_other_threads_are_not_recorded_twice():
+    import threading
+
+    inner = T.compile(lambda x: x.exp() * 2)
+    outer = T.compile(lambda x: inner(x).sin() + 1)
+    x = T.linspace(0, 1, 5, dtype=T.float64)
+    want = ((x.exp() * 2).sin() + 1).numpy()
+    errors = []
+
+    def other():
+        try:
+            for _ in range(50):
+                assert (T.ones(3) * 2).tolist() == [2.0, 2.0, 2.0]
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    th = threading.Thread(target=other)
+    th.start()
+    for _ in range(3):
+        np.testing.assert_allclose(outer(x).numpy(), want, rtol=1e-12)
+    th.join()
+    assert not errors and outer.stats["replays"] == 2
+    rec = next(iter(outer._records.values()))[0]
+    assert [ev.name for ev in rec.raw] == ["exp", "mul", "sin", "add"]  # inner's, once

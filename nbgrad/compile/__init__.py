@@ -31,7 +31,7 @@ from .. import _flags
 from .._tensor import Tensor
 from ..grad_mode import STATE
 from ..utils.hooks import EPOCH
-from .capture import Capture, GraphBreak, Ref, Seq, resolve, start, stop
+from .capture import Capture, GraphBreak, Ref, Seq, refs, resolve, start, stop
 from .fuse import fuse
 
 __all__ = ["CompiledFunction", "GraphBreak", "compile"]
@@ -156,7 +156,6 @@ class CompiledFunction:
         self._epoch = None
         self._last_key = None
         self._eager = {}  # key -> reason it runs eagerly
-        self.eager_reason = None
         self.stats = {"captures": 0, "replays": 0, "eager": 0, "invalidations": 0}
         self.__wrapped__ = fn
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
@@ -176,8 +175,7 @@ class CompiledFunction:
         return tuple(sig), flat
 
     def __call__(self, *args, **kwargs):
-        if self.eager_reason is not None:
-            self.stats["eager"] += 1
+        if _flags.CAPTURE is not None:  # inside another function's capture: that one records
             return self.fn(*args, **kwargs)
         if self._epoch is not None and EPOCH[0] != self._epoch:
             # a hook was registered or removed since the last call: the records may have
@@ -244,7 +242,7 @@ class CompiledFunction:
                 print("nbgrad.compile: %s runs eagerly: %s" % (self.__name__, cap.problem))
             self._epoch = EPOCH[0]
             return res
-        used = {r.i for r in _refs_of(out)}
+        used = set(refs(out))
         fused, regions = fuse(cap, used)
         rec = Record(cap, len(flat), out, fused, regions)
         self._records.setdefault(key, []).append(rec)
@@ -279,19 +277,6 @@ class CompiledFunction:
                 for reg in r.regions:
                     lines.append(reg.explain())
         return "\n".join(lines)
-
-
-def _refs_of(t):
-    tp = type(t)
-    if tp is Ref:
-        return [t]
-    if tp in (tuple, list):
-        return [r for a in t for r in _refs_of(a)]
-    if tp is dict:
-        return [r for a in t.values() for r in _refs_of(a)]
-    if tp is Seq:
-        return [r for a in t.items for r in _refs_of(a)]
-    return []
 
 
 def _debug():

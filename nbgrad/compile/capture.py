@@ -23,6 +23,7 @@ function runs eagerly (``Unreplayable`` with the reason; ``explain()`` shows it)
 
 import gc
 import os
+import threading
 import traceback
 
 from .. import _flags
@@ -144,6 +145,7 @@ class Capture:
         self.uses = {}  # value index -> [event index or 'out'] (filled by template)
         self.boundary = set()  # values hooks/reads/calls see: never fused away
         self.impure = False  # a call or an in-place write has happened
+        self.thread = threading.get_ident()  # other threads' ops are not this function's
         self.node_hooked = set()  # values whose grad_fn has hooks: their op stays its own node
 
     # -- values ----------------------------------------------------------------------------
@@ -213,21 +215,25 @@ class Capture:
             self.problem = reason
 
     # -- events ----------------------------------------------------------------------------
+    def unrecorded(self, fn, args, kwargs):
+        """Run ``fn`` with nothing it does recorded (the flag off, ``inside`` raised)."""
+        self.inside += 1
+        _flags.PROFILE = False
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _flags.PROFILE = True
+            self.inside -= 1
+
     def op(self, name, fn, args, kwargs):
         """A registry op called by the function (profiler.op_call / leaf_op)."""
-        if self.inside:
+        if self.inside or threading.get_ident() != self.thread:
             return fn(*args, **kwargs)
         n = len(self.events)
         targs = self.template(args, n)
         tkw = self.template(kwargs, n) if kwargs else kwargs
         before = [(t, t._vc[0]) for t in _tensors(args) + _tensors(kwargs)]
-        self.inside += 1
-        _flags.PROFILE = False
-        try:
-            res = fn(*args, **kwargs)
-        finally:
-            _flags.PROFILE = True
-            self.inside -= 1
+        res = self.unrecorded(fn, args, kwargs)
         ev = Event("op", name, fn, targs, tkw, self.result(res), None)
         ev.mutates = tuple(
             self.ids[id(t)] for t, v in before if t._vc[0] != v and id(t) in self.ids
@@ -242,7 +248,7 @@ class Capture:
 
     def call(self, name, fn, args, kwargs, boundary=True, impure=True):
         """Anything else replayed by calling it again (see the module docstring)."""
-        if self.inside:
+        if self.inside or threading.get_ident() != self.thread:
             return fn(*args, **kwargs)
         n = len(self.events)
         targs = self.template(args, n)
@@ -252,13 +258,7 @@ class Capture:
                 i = self.ids.get(id(t))
                 if i is not None:
                     self.boundary.add(i)
-        self.inside += 1
-        _flags.PROFILE = False
-        try:
-            res = fn(*args, **kwargs)
-        finally:
-            _flags.PROFILE = True
-            self.inside -= 1
+        res = self.unrecorded(fn, args, kwargs)
         ev = Event("call", name, fn, targs, tkw, self.result(res), None)
         self.impure = self.impure or impure
         self.events.append(ev)
@@ -266,7 +266,7 @@ class Capture:
 
     def read(self, name, fn, tensor, args):
         """A tensor value read into Python (NOTE [reads are guards])."""
-        if self.inside:
+        if self.inside or threading.get_ident() != self.thread:
             return fn(tensor, *args)
         where = user_line()
         if self.fullgraph:
@@ -275,13 +275,7 @@ class Capture:
                 "at %s" % (name, where)
             )
         src = self.template(tensor, len(self.events))
-        self.inside += 1
-        _flags.PROFILE = False
-        try:
-            v = fn(tensor, *args)
-        finally:
-            _flags.PROFILE = True
-            self.inside -= 1
+        v = self.unrecorded(fn, (tensor,) + tuple(args), {})
         ev = Event("read", name, fn, (src,) + tuple(args), None, None, where)
         ev.value = v
         if isinstance(src, Ref):
@@ -321,19 +315,26 @@ def _interned(v):
     return v is True or v is False or (type(v) is int and -5 <= v <= 256)
 
 
-def _tensors(obj):
+def leaves(obj, keep):
+    """The leaves of a nested tuple/list/dict/Seq ``obj`` for which ``keep(leaf)`` holds."""
     t = type(obj)
-    if t is tuple or t is list:
+    if t is Seq:
+        obj, t = obj.items, tuple
+    if t is tuple or t is list or t is dict:
         out = []
-        for a in obj:
-            out.extend(_tensors(a))
+        for a in obj.values() if t is dict else obj:
+            out.extend(leaves(a, keep))
         return out
-    if t is dict:
-        out = []
-        for a in obj.values():
-            out.extend(_tensors(a))
-        return out
-    return [obj] if isinstance(obj, Tensor) else []
+    return [obj] if keep(obj) else []
+
+
+def _tensors(obj):
+    return leaves(obj, lambda a: isinstance(a, Tensor))
+
+
+def refs(template):
+    """The value indices a template refers to."""
+    return [r.i for r in leaves(template, lambda a: type(a) is Ref)]
 
 
 # -- patching for the capture's duration -----------------------------------------------------

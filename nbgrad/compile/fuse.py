@@ -20,13 +20,12 @@ import ast
 
 import numpy as np
 
-from .. import dtypes as _dt
 from ..grad_mode import STATE
-from ..kernels.build import fused_kernel
+from ..kernels.build import cpu_loop, fused_kernel
 from ..ops import dispatch
 from ..ops.formula import partials_of
 from ..ops.registry import result
-from .capture import Event, Ref, Seq, resolve
+from .capture import Event, Ref, refs, resolve
 
 _FNS = (dispatch.binary, dispatch.unary, dispatch.pointwise)
 _FLOATS = ("float32", "float64")
@@ -155,9 +154,7 @@ class Region:
     # -- replay ----------------------------------------------------------------------------
     def run(self, *tensors):
         arrays = [t._data for t in tensors]
-        out = self.fwd(*arrays)
-        if type(out) is not np.ndarray:
-            out = np.asarray(out)
+        out = _call(self.fwd, arrays)
         if not STATE.enabled or not any(t._requires_grad for t in tensors):
             from .._tensor import Tensor  # lazy: only the no-grad path needs the constructor
 
@@ -180,8 +177,7 @@ class Region:
             if edge[0] is None or kern is None:
                 outs.append(None)
                 continue
-            r = kern(garr, *arrays)
-            outs.append(Tensor._make(r if type(r) is np.ndarray else np.asarray(r)))
+            outs.append(Tensor._make(_call(kern, [garr] + arrays)))
         return tuple(outs)
 
     def _vjp_graph(self, node, g):
@@ -194,6 +190,31 @@ class Region:
         want = [t for t, e in zip(ins, node.next_functions) if e[0] is not None]
         got = iter(autograd_grad(vals[self.out], want, g, create_graph=True, allow_unused=True))
         return tuple(next(got) if e[0] is not None else None for e in node.next_functions)
+
+
+def _call(kern, arrays):
+    """``kern(*arrays)``, through its loop kernel when every operand is contiguous with the
+    result's shape or a broadcast scalar (sum's gradient) and the work is large enough to pay
+    for the checks (NOTE [loop kernels]: transcendentals vectorise there, not in the ufunc)."""
+    a0 = arrays[0]
+    shape = None
+    if a0.size >= 4096:
+        shape = np.broadcast_shapes(*[a.shape for a in arrays])
+        flat = []
+        for a in arrays:
+            if a.shape == shape and a.flags.c_contiguous:
+                flat.append(a.reshape(-1))
+            elif a.size and not any(a.strides):  # one value broadcast (stride 0 everywhere)
+                flat.append(a.reshape(-1)[0])
+            else:
+                shape = None
+                break
+    if shape is not None and flat and any(type(f) is np.ndarray for f in flat):
+        out = np.empty(shape, a0.dtype)
+        cpu_loop(kern)(out.reshape(-1), *flat)
+        return out
+    r = kern(*arrays)
+    return r if type(r) is np.ndarray else np.asarray(r)
 
 
 def _opname(ev):
@@ -226,7 +247,7 @@ def fuse(cap, outputs_used):
     producer = {ev.outs.i: n for n, ev in enumerate(events) if ok[n]}
     uses = {}
     for n, ev in enumerate(events):
-        for r in _refs((ev.args, ev.kwargs)):
+        for r in refs((ev.args, ev.kwargs)):
             uses.setdefault(r, []).append(n)
     internal = set()
     for v, n in producer.items():
@@ -265,7 +286,7 @@ def fuse(cap, outputs_used):
         produced = {ev.outs.i for ev in evs}
         inputs = []
         for ev in evs:
-            for r in _refs(ev.args):
+            for r in refs(ev.args):
                 if r not in produced and r not in inputs:
                     inputs.append(r)
         res = events[last].outs.i
@@ -288,23 +309,4 @@ def fuse(cap, outputs_used):
     return out_events, regions
 
 
-def _refs(t):
-    tp = type(t)
-    if tp is Ref:
-        return [t.i]
-    if tp is Seq:
-        return _refs(t.items)
-    if tp is tuple or tp is list:
-        out = []
-        for a in t:
-            out.extend(_refs(a))
-        return out
-    if tp is dict:
-        out = []
-        for a in t.values():
-            out.extend(_refs(a))
-        return out
-    return []
-
-
-__all__ = ["Region", "fuse", "fusible", "_dt"]
+__all__ = ["Region", "fuse", "fusible"]

@@ -385,13 +385,24 @@ def fused_source(params, stmts, dtype):
             "def k(%s):" % plist,
             "    return f(%s)" % plist,
             "",
+            # NOTE [loop kernels]: the same loop over contiguous 1-D buffers (or scalars),
+            # which LLVM vectorises where the ufunc loop stays scalar
+            "from nbgrad.kernels.cpu.vformula import at",
+            "",
+            "@njit(nogil=True, error_model='numpy', fastmath=%s, cache=%s)"
+            % (fm, _config.USE_DISK_CACHE),
+            "def kl(out_, %s):" % plist,
+            "    for i in range(out_.size):",
+            "        out_[i] = f(%s)" % ", ".join("at(%s, i)" % p for p in params),
+            "",
         ]
     )
 
 
 def fused_kernel(tag, params, stmts, dtype):
     """The numpy ufunc of ``fused_source``; disk-cached like every generated kernel
-    (NOTE [generated kernel cache]).  Returns ``(ufunc, source)``."""
+    (NOTE [generated kernel cache]).  Returns ``(ufunc, source)``; ``cpu_loop(ufunc)`` is its
+    loop kernel."""
     src = fused_source(tuple(params), tuple(stmts), dtype)
     key = ("fused", src)
     k = _KERNELS.get(key)
@@ -401,4 +412,5 @@ def fused_kernel(tag, params, stmts, dtype):
             if k is None:
                 mod = load_module(_safe(tag), src)
                 k = _KERNELS[key] = getattr(mod.k, "ufunc", mod.k)
+                _LOOPS[id(k)] = mod.kl
     return k, src
