@@ -33,6 +33,7 @@ from ..grad_mode import STATE
 from ..utils.hooks import EPOCH
 from .capture import Capture, GraphBreak, Ref, Seq, refs, resolve, start, stop
 from .fuse import fuse
+from .scalar import lower
 
 __all__ = ["CompiledFunction", "GraphBreak", "compile"]
 
@@ -162,7 +163,7 @@ class CompiledFunction:
         self.__doc__ = getattr(fn, "__doc__", None)
 
     def _key(self, args, kwargs):
-        flat, sig = [], [(STATE.enabled, _flags.FWD)]
+        flat, sig = [], [(STATE.enabled, _flags.FWD, _flags.TAPS)]
         _flatten(args, flat, sig)
         if kwargs:
             _flatten(kwargs, flat, sig)
@@ -243,8 +244,13 @@ class CompiledFunction:
             self._epoch = EPOCH[0]
             return res
         used = set(refs(out))
-        fused, regions = fuse(cap, used)
-        rec = Record(cap, len(flat), out, fused, regions)
+        lowered = lower(cap, out)
+        if lowered is not None:  # a small scalar step: one Numba function (compile/scalar.py)
+            fused, prog = lowered
+            rec = Record(cap, len(flat), out, fused, [prog])
+        else:
+            fused, regions = fuse(cap, used)
+            rec = Record(cap, len(flat), out, fused, regions)
         self._records.setdefault(key, []).append(rec)
         self._epoch = EPOCH[0]
         if _debug():

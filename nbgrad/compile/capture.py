@@ -405,7 +405,12 @@ def start(cap):
             return grad.fget(t)
         return cap.call("Tensor.grad", grad.fget, (t,), {}, impure=False)
 
-    patch(Tensor, "grad", property(grad_get, grad.fset, grad.fdel))
+    def grad_set(t, value):
+        if cap.inside:
+            return grad.fset(t, value)
+        return cap.call("Tensor.grad=", grad.fset, (t, value), {}, impure=True)
+
+    patch(Tensor, "grad", property(grad_get, grad_set, grad.fdel))
     patch(RemovableHandle, "remove", _remove_patch(cap, RemovableHandle.remove))
     for n in ("backward", "grad"):
         patch(autograd, n, _call_patch(cap, "autograd." + n, getattr(autograd, n)))
