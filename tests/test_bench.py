@@ -122,7 +122,11 @@ def test_scalar_graph_matches_torch_gradient():
 
 
 def test_select_filters():
-    assert [w.name for w in W.select(["mlp"])] == ["mlp_step_b16", "mlp_step_b128"]
+    assert [w.name for w in W.select(["mlp"])] == [
+        "mlp_step_b16",
+        "mlp_step_b128",
+        "compiled_mlp_step",
+    ]
     assert [w.name for w in W.select(["MLP_STEP_B1?"])] == ["mlp_step_b16"]
     assert {w.name for w in W.select(["cold start"])} == {
         "import_time",

@@ -266,6 +266,46 @@ def scalar_graph(T, n_inputs, n_ops):
 
 
 # ---------------------------------------------------------------------------------------------
+# nbgrad.compile (issue 16): the same steps, compiled with nbgrad and eager with PyTorch
+
+
+def chain20(T, n):
+    """20 pointwise ops (mul, add, tanh, sub, cycling) on ``n`` float64 elements, sum,
+    backward."""
+    x = T.tensor(_randn(n).astype(np.float64), requires_grad=True)
+
+    def run():
+        y = x
+        for _ in range(5):
+            y = (y * 1.01 + 0.1).tanh() - 0.5
+        y = y * 1.0  # the 20th op
+        y.sum().backward()
+        x.grad = None
+
+    return run
+
+
+def compiled(factory):
+    """``factory``'s step through ``nbgrad.compile`` for nbgrad, eager for any other library
+    (the issue's targets compare compiled nbgrad with eager PyTorch); warmed by one call, which
+    captures."""
+
+    def make(T, **params):
+        run = factory(T, **params)
+        if T.__name__.split(".")[0] == "nbgrad":
+            run = T.compile(run)
+            run()
+        return run
+
+    make.__name__ = "compiled_" + factory.__name__
+    return make
+
+
+def _needs_compile(T):
+    return None if hasattr(T, "compile") else "needs nbgrad.compile (issue 16)"
+
+
+# ---------------------------------------------------------------------------------------------
 # training steps
 
 
@@ -734,6 +774,49 @@ _DDP_QUICK = {"ranks": 2, "hidden": 32, "layers": 2, "batch": 4, "bucket_cap_mb"
 # ---------------------------------------------------------------------------------------------
 # the table
 
+_COMPILED = [
+    Workload(
+        "compiled_scalar_graph",
+        "nbgrad.compile: scalar graph, {n_inputs} inputs, {n_ops_h} ops, fwd+bwd",
+        "compile",
+        "ms",
+        {"step": compiled(scalar_graph)},
+        full={"n_inputs": 100, "n_ops": 1000},
+        quick={"n_inputs": 20, "n_ops": 100},
+        requires=_needs_compile,
+    ),
+    Workload(
+        "compiled_gelu_primitives",
+        "nbgrad.compile: GELU from primitive ops, {n_h} float32, fwd+bwd",
+        "compile",
+        "ms",
+        {"step": compiled(gelu_primitives)},
+        full={"n": 1 << 22},
+        quick={"n": 1 << 16},
+        requires=_needs_compile,
+    ),
+    Workload(
+        "compiled_chain20",
+        "nbgrad.compile: 20-op pointwise chain, {n} float64, fwd+bwd",
+        "compile",
+        "us",
+        {"step": compiled(chain20)},
+        full={"n": 16},
+        quick={"n": 16},
+        requires=_needs_compile,
+    ),
+    Workload(
+        "compiled_mlp_step",
+        "nbgrad.compile: MLP 784-512-512-10 SGD step, batch {batch}",
+        "compile",
+        "ms",
+        {"step": compiled(mlp_step)},
+        full={"batch": 64},
+        quick={"batch": 16},
+        requires=_needs_compile,
+    ),
+]
+
 WORKLOADS = [
     Workload(
         "per_op_forward",
@@ -999,6 +1082,7 @@ WORKLOADS = [
     ),
 ]
 
+WORKLOADS += _COMPILED
 _BY_NAME = {w.name: w for w in WORKLOADS}
 assert len(_BY_NAME) == len(WORKLOADS)
 

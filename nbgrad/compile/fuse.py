@@ -20,6 +20,7 @@ import ast
 
 import numpy as np
 
+from .._tensor import Tensor
 from ..grad_mode import STATE
 from ..kernels.build import cpu_loop, fused_kernel
 from ..ops import dispatch
@@ -62,17 +63,23 @@ def fusible(ev, vals):
     if len(operands) != len(op.args) or len(attrs) != len(op.attrs):
         return False
     for a in operands:
-        if isinstance(a, Ref):
-            t = vals[a.i]
+        if isinstance(a, (Ref, Tensor)):  # a value, or a constant (a parameter, a closure)
+            t = vals[a.i] if isinstance(a, Ref) else a
             if t._dtype.name != dt or type(t._data) is not np.ndarray:
                 return False
-        elif type(a) not in (int, float):  # a constant tensor or a bool/complex scalar
+        elif type(a) not in (int, float):  # a bool/complex scalar
             return False
     return all(type(v) in (int, float) for v in attrs)
 
 
+def _key(a):
+    """The identity of an operand: a value index, or ``('c', id)`` for a constant tensor."""
+    return a.i if isinstance(a, Ref) else ("c", id(a))
+
+
 class Region:
-    """A fused region: ``events`` (in program order), ``inputs`` (value indices), ``out``."""
+    """A fused region: ``events`` (in program order), ``inputs`` (operand keys, see ``_key``),
+    ``out`` (a value index)."""
 
     def __init__(self, events, inputs, out, dtype, needs):
         self.events = events
@@ -87,7 +94,7 @@ class Region:
             op, operands, attrs = _operands(ev)
             env = {}
             for argname, a in zip(op.args, operands):
-                env[argname] = name[a.i] if isinstance(a, Ref) else repr(float(a))
+                env[argname] = name[_key(a)] if type(a) not in (int, float) else repr(float(a))
             for attr, v in zip(op.attrs, attrs):
                 env[attr] = repr(float(v)) if type(v) is float else repr(v)
             tname = "t%d" % n
@@ -126,24 +133,24 @@ class Region:
             parts = partials_of(op)
             env = {"g": gname, "out": "t%d" % n}
             for argname, a in zip(op.args, operands):
-                env[argname] = name[a.i] if isinstance(a, Ref) else repr(float(a))
+                env[argname] = name[_key(a)] if type(a) not in (int, float) else repr(float(a))
             for attr, v in zip(op.attrs, attrs):
                 env[attr] = repr(float(v)) if type(v) is float else repr(v)
             for j, a in enumerate(operands):
-                if not isinstance(a, Ref) or parts[j] is None:
+                if type(a) in (int, float) or parts[j] is None:
                     continue
                 term = _subst(parts[j].expr, env)
                 b = fresh()
-                prev = grad.get(a.i)
+                prev = grad.get(_key(a))
                 stmts.append((b, term if prev is None else "%s + (%s)" % (prev, term)))
-                grad[a.i] = b
+                grad[_key(a)] = b
         target = grad.get(self.inputs[k])
         stmts.append(("r", target if target is not None else "g * 0.0"))
         return stmts
 
     def explain(self):
         lines = ["region %s -> v%d: %s" % (
-            ", ".join("v%d" % i for i in self.inputs), self.out,
+            ", ".join("v%d" % i if type(i) is int else "const" for i in self.inputs), self.out,
             " -> ".join(_opname(ev) for ev in self.events))]  # fmt: skip
         lines.append(self.fwd_src)
         for s in self.bwd_src:
@@ -156,8 +163,6 @@ class Region:
         arrays = [t._data for t in tensors]
         out = _call(self.fwd, arrays)
         if not STATE.enabled or not any(t._requires_grad for t in tensors):
-            from .._tensor import Tensor  # lazy: only the no-grad path needs the constructor
-
             return Tensor._make(out)
         saved = {"p%d" % k: t for k, t in enumerate(tensors)}
         return result(out, self.nodename, list(tensors), self._vjp, saved=saved, attrs=self)
@@ -171,7 +176,6 @@ class Region:
         if garr.dtype != arrays[0].dtype:
             garr = garr.astype(arrays[0].dtype)
         outs = []
-        from .._tensor import Tensor  # lazy: see run
 
         for k, (edge, kern) in enumerate(zip(node.next_functions, self.bwd)):
             if edge[0] is None or kern is None:
@@ -184,8 +188,8 @@ class Region:
         from ..autograd import grad as autograd_grad  # cycle: autograd imports ops
 
         ins = [node.unpack("p%d" % k) for k in range(len(self.inputs))]
-        vals = dict(zip(self.inputs, ins))
-        for ev in self.events:  # the recorded calls again, on the saved inputs
+        vals = {i: t for i, t in zip(self.inputs, ins) if type(i) is int}
+        for ev in self.events:  # the recorded calls again (constants are themselves)
             vals[ev.outs.i] = ev.fn(*resolve(ev.args, vals))
         want = [t for t, e in zip(ins, node.next_functions) if e[0] is not None]
         got = iter(autograd_grad(vals[self.out], want, g, create_graph=True, allow_unused=True))
@@ -284,17 +288,19 @@ def fuse(cap, outputs_used):
         last = max(ns)
         evs = [events[n] for n in sorted(ns)]
         produced = {ev.outs.i for ev in evs}
-        inputs = []
+        inputs, operands = [], []
         for ev in evs:
-            for r in refs(ev.args):
-                if r not in produced and r not in inputs:
-                    inputs.append(r)
+            for a in _operands(ev)[1]:
+                if type(a) in (int, float) or _key(a) in produced or _key(a) in inputs:
+                    continue
+                inputs.append(_key(a))
+                operands.append(a)
         res = events[last].outs.i
         dtype = vals[res]._dtype.name
-        needs = [vals[i]._requires_grad for i in inputs]
+        needs = [(vals[a.i] if isinstance(a, Ref) else a)._requires_grad for a in operands]
         reg = Region(evs, inputs, res, dtype, needs)
-        ev = Event("fused", "fused[%d]" % len(evs), reg.run, tuple(Ref(i) for i in inputs),
-                   None, Ref(res), None)  # fmt: skip
+        ev = Event("fused", "fused[%d]" % len(evs), reg.run, tuple(operands), None, Ref(res),
+                   None)  # fmt: skip
         ev.region = reg
         placed[last] = ev
         for n in ns:
