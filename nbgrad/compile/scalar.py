@@ -28,7 +28,7 @@ from .._tensor import Tensor
 from ..kernels.build import tape_interpreter
 from ..ops.formula import partials_of
 from .capture import Event, Ref, Seq, refs
-from .fuse import _operands
+from .fuse import _operands, _subst
 
 _FLOATS = ("float32", "float64")
 
@@ -223,8 +223,6 @@ def _kind(op, attrs, operands):
     env = {a: repr(v) for a, v in zip(op.attrs, attrs)}
     env.update(dict(zip(op.args, ("x", "y"))))
     parts = partials_of(op)
-    from .fuse import _subst  # (same module family; kept next to its one other user)
-
     ps = []
     for j in range(2):
         if j < len(operands) and isinstance(operands[j], Ref) and parts[j] is not None:
