@@ -534,3 +534,28 @@ def test_hook_on_a_lowered_leaf_recaptures_and_fires():
     assert seen == [(5,)] and cf.stats["invalidations"] == 1
     cf()
     assert seen == [(5,), (5,)]
+
+
+def test_small_elementwise_step_lowers_per_element_with_eager_gradients():
+    rng = np.random.default_rng(5)
+    x = T.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+    w = T.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+
+    def step():
+        y = x
+        for _ in range(4):
+            y = (y * w + 0.1).tanh() - x.sigmoid() / 2
+        (y * y).sum().backward()
+
+    step()
+    gx, gw = x.grad.numpy().copy(), w.grad.numpy().copy()
+    x.grad = w.grad = None
+    cf = T.compile(step)
+    cf()
+    x.grad = w.grad = None
+    cf()
+    rec = next(iter(cf._records.values()))[0]
+    assert [ev.name for ev in rec.events] == ["whole_step"]
+    assert x.grad.shape == (3, 4)
+    np.testing.assert_allclose(x.grad.numpy(), gx, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(w.grad.numpy(), gw, rtol=1e-13, atol=1e-15)

@@ -15,6 +15,10 @@ NOTE [select in the tape]: the backward skips an instruction no gradient reached
 flag per value), as the engine never runs a node without a gradient; so a zero gradient never
 meets an infinite partial.
 
+A small elementwise step (every computed value of one shape of at most ``_MAX_ELEMENTS``
+elements, constant leaves of that shape read element by element, ending in ``sum()`` and its
+``backward()``) is the same tape run once per element: ``load`` rows carry a stride.
+
 Lowered only when nothing can observe the difference (``lower`` returns None otherwise): the
 step ends in one ``backward()`` of a 0-d value with no arguments, no value escapes (the step
 returns no tensor), the leaves have no hooks and no history, and every event is one of: a
@@ -31,6 +35,7 @@ from .capture import Event, Ref, Seq, refs
 from .fuse import _operands, _subst
 
 _FLOATS = ("float32", "float64")
+_MAX_ELEMENTS = 1024  # vector mode above this: the fused loop kernels are faster
 
 
 class _NotLowerable(Exception):
@@ -40,7 +45,8 @@ class _NotLowerable(Exception):
 class ScalarProgram:
     """A lowered step: the tape, its constants, and the leaves it reads."""
 
-    def __init__(self, leaves, prog, idx, load, consts, nvals, root, fn, src, dtype):
+    def __init__(self, leaves, prog, idx, load, consts, nvals, root, fn, src, dtype, nel):
+        self.nel = nel  # elements: the program runs once per element (1: a scalar step)
         self.leaves = leaves
         self.prog, self.idx, self.load = prog, idx, load
         self.consts = consts  # (slot, value) preset in every run
@@ -49,7 +55,7 @@ class ScalarProgram:
         self.fn = fn
         self.src = src
         self.np = np.dtype(dtype)
-        self.sizes = [t.shape[0] for t in leaves]
+        self.sizes = [t._data.size for t in leaves]
 
     def explain(self):
         return "whole-step tape: %d instructions over %d values, %d leaf tensor(s)\n%s" % (
@@ -63,12 +69,11 @@ class ScalarProgram:
         v = np.empty(self.nvals, self.np)
         for slot, c in self.consts:
             v[slot] = c
-        lv = self.leaves[0]._data if len(self.leaves) == 1 else np.concatenate(
-            [t._data for t in self.leaves])  # fmt: skip
-        gl = self.fn(self.prog, self.idx, self.load, lv, v, self.root)
+        lv = np.concatenate([t._data.reshape(-1) for t in self.leaves])
+        gl = self.fn(self.prog, self.idx, self.load, lv, v, self.root, self.nel)
         start = 0
         for t, n in zip(self.leaves, self.sizes):
-            g = gl[start : start + n]
+            g = gl[start : start + n].reshape(t.shape)
             start += n
             if not t._requires_grad:
                 continue
@@ -101,6 +106,17 @@ def _lower(cap):
     nslots = [0]
     dtype = None
     root = backward_at = None
+    shape = None  # vector mode: every computed value has this shape, one program per element
+    sums = {}  # value index -> slot summed (vector mode: the root of the backward)
+
+    def leaf(t, stride):
+        if t._grad_fn is not None or type(t._data) is not np.ndarray:
+            raise _NotLowerable
+        check(t)
+        if id(t) not in leaf_base:
+            leaf_base[id(t)] = sum(x._data.size for x in leaves)
+            leaves.append(t)
+        return leaf_base[id(t)]
 
     def new_slot():
         nslots[0] += 1
@@ -121,6 +137,12 @@ def _lower(cap):
             if type(s) is not int:
                 raise _NotLowerable
             return s
+        if isinstance(a, Tensor):  # vector mode: a constant leaf read element by element
+            if shape is None or tuple(a.shape) != shape or not a._data.flags.c_contiguous:
+                raise _NotLowerable
+            s = new_slot()
+            load.append((leaf(a, 1), s, 1))
+            return s
         if type(a) in (int, float):
             s = new_slot()
             consts.append((s, float(a)))
@@ -135,12 +157,22 @@ def _lower(cap):
             if got is not None:
                 op, operands, attrs = got
                 outv = vals[ev.outs.i] if isinstance(ev.outs, Ref) else None
-                if outv is None or outv.ndim != 0 or ev.mutates or len(operands) > 2:
+                if outv is None or ev.mutates or len(operands) > 2:
+                    raise _NotLowerable
+                if outv.ndim:  # vector mode: all of one small shape, no 0-d values besides
+                    if shape is None and not slot_of and 0 < outv.numel() <= _MAX_ELEMENTS:
+                        shape = tuple(outv.shape)
+                    if tuple(outv.shape) != shape:
+                        raise _NotLowerable
+                    for x in operands:
+                        if isinstance(x, Ref) and tuple(vals[x.i].shape) != shape:
+                            raise _NotLowerable
+                elif shape is not None:
                     raise _NotLowerable
                 check(outv)
                 if not all(type(v) in (int, float) for v in attrs):
                     raise _NotLowerable
-                key = (op.name, attrs, tuple(isinstance(a, Ref) for a in operands))
+                key = (op.name, attrs, tuple(type(a) not in (int, float) for a in operands))
                 code = kind_of.get(key)
                 if code is None:
                     code = kind_of[key] = len(kinds)
@@ -150,6 +182,14 @@ def _lower(cap):
                 o = slot_of[ev.outs.i] = new_slot()
                 prog.append((code, o, a, b))
                 continue
+            if ev.name == "sum" and shape is not None and len(ev.args) == 1 and not ev.kwargs:
+                src = ev.args[0]
+                if not isinstance(src, Ref) or type(slot_of.get(src.i)) is not int:
+                    raise _NotLowerable
+                sums[ev.outs.i] = slot_of[src.i]
+                continue
+            if shape is not None:
+                raise _NotLowerable
             if ev.name == "unbind" and ev.args[1:] in ((), (0,)) and not ev.kwargs:
                 src = ev.args[0]
                 if isinstance(src, Ref):
@@ -157,14 +197,11 @@ def _lower(cap):
                     if type(vec) is not list:
                         raise _NotLowerable
                 else:
-                    if not isinstance(src, Tensor) or src.ndim != 1 or src._grad_fn is not None:
+                    if not isinstance(src, Tensor) or src.ndim != 1:
                         raise _NotLowerable
-                    check(src)
-                    if id(src) not in leaf_base:
-                        leaf_base[id(src)] = sum(t.shape[0] for t in leaves)
-                        leaves.append(src)
+                    base = leaf(src, 0)
                     vec = [new_slot() for _ in range(src.shape[0])]
-                    load.extend((leaf_base[id(src)] + j, s) for j, s in enumerate(vec))
+                    load.extend((base + j, s, 0) for j, s in enumerate(vec))
                 items = ev.outs.items if type(ev.outs) is Seq else ev.outs
                 if len(items) != len(vec):
                     raise _NotLowerable
@@ -187,7 +224,10 @@ def _lower(cap):
         if ev.kind == "call" and ev.name == "Tensor.backward":
             if backward_at is not None or len(ev.args) != 1 or ev.kwargs:
                 raise _NotLowerable
-            root = slot_of.get(ev.args[0].i) if isinstance(ev.args[0], Ref) else None
+            r = ev.args[0]
+            root = None
+            if isinstance(r, Ref):
+                root = sums.get(r.i) if shape is not None else slot_of.get(r.i)
             if type(root) is not int:
                 raise _NotLowerable
             backward_at = n
@@ -202,10 +242,11 @@ def _lower(cap):
             raise _NotLowerable
     fn, src = tape_interpreter(kinds, dtype)
     tape = np.array([(len(kinds) if c == -1 else c, o, a, b) for c, o, a, b in prog], np.int64)
-    loads = np.array(load, np.int64).reshape(-1, 2)
+    loads = np.array(load, np.int64).reshape(-1, 3)
     idxs = np.array(idx, np.int64)
+    nel = 1 if shape is None else int(np.prod(shape))
     prog_ = ScalarProgram(
-        leaves, tape.reshape(-1, 4), idxs, loads, consts, nslots[0], root, fn, src, dtype
+        leaves, tape.reshape(-1, 4), idxs, loads, consts, nslots[0], root, fn, src, dtype, nel
     )
     events = []
     for n, ev in enumerate(cap.events):
@@ -225,7 +266,7 @@ def _kind(op, attrs, operands):
     parts = partials_of(op)
     ps = []
     for j in range(2):
-        if j < len(operands) and isinstance(operands[j], Ref) and parts[j] is not None:
+        if j < len(operands) and type(operands[j]) not in (int, float) and parts[j] is not None:
             ps.append(_subst(parts[j].expr, dict(env, g="g", out="out")))
         else:
             ps.append(None)
