@@ -467,23 +467,7 @@ def test_nested_compiled_functions_and_other_threads_are_not_recorded_twice():
 def _scalar_graph(n_inputs, n_ops, dtype):
     from nbgrad.bench import workloads
 
-    x = (T.arange(n_inputs, dtype=dtype) / n_inputs).requires_grad_()
-    plan = workloads._scalar_plan(n_inputs, n_ops)
-
-    def run():
-        nodes = list(x.unbind(0))
-        for kind, idx in plan:
-            if kind == 0:
-                nodes.append(T.nn.functional.softplus(nodes[idx[0]]))
-            elif kind == 1:
-                nodes.append(sum([nodes[i] for i in idx]))
-            elif kind == 2:
-                nodes.append(nodes[idx[0]] * nodes[idx[1]])
-            else:
-                nodes.extend(T.softmax(T.stack(nodes[-4:]), 0).unbind(0))
-        nodes[-1].backward()
-
-    return x, run
+    return workloads.scalar_graph_parts(T, n_inputs, n_ops, dtype)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -240,15 +240,14 @@ def _scalar_plan(n_inputs, n_ops):
     return plan
 
 
-def scalar_graph(T, n_inputs, n_ops):
-    """``n_inputs`` 0-d inputs (``unbind`` of an arange), ``n_ops`` ops cycling softplus / Python
-    ``sum`` of 4 earlier nodes / product of two earlier nodes / softmax over a ``stack`` of the
-    last 4 (whose elements are appended); backward from the last node."""
-    x = (T.arange(n_inputs) / n_inputs).requires_grad_()
+def scalar_graph_parts(T, n_inputs, n_ops, dtype=None):
+    """``(x, step)``: the leaf (``n_inputs`` values of an arange) and the forward + backward of
+    the scalar graph (``scalar_graph``), which accumulates into ``x.grad``."""
+    x = (T.arange(n_inputs, dtype=dtype) / n_inputs).requires_grad_()
     plan = _scalar_plan(n_inputs, n_ops)
     softplus = T.nn.functional.softplus
 
-    def run():
+    def step():
         nodes = list(x.unbind(0))
         for kind, idx in plan:
             if kind == 0:
@@ -260,6 +259,18 @@ def scalar_graph(T, n_inputs, n_ops):
             else:
                 nodes.extend(T.softmax(T.stack(nodes[-4:]), 0).unbind(0))
         nodes[-1].backward()
+
+    return x, step
+
+
+def scalar_graph(T, n_inputs, n_ops):
+    """``n_inputs`` 0-d inputs (``unbind`` of an arange), ``n_ops`` ops cycling softplus / Python
+    ``sum`` of 4 earlier nodes / product of two earlier nodes / softmax over a ``stack`` of the
+    last 4 (whose elements are appended); backward from the last node."""
+    x, step = scalar_graph_parts(T, n_inputs, n_ops)
+
+    def run():
+        step()
         x.grad = None
 
     return run
