@@ -3,61 +3,24 @@ in the same process, alternating, median of rounds with [min, max].
 
     python scripts/bench_compile.py [--rounds 5] [--threads 1]
 
-Workloads: GELU from primitive ops on 4M float32 (forward + backward), a 20-op pointwise chain
-on 16 float64 elements (forward + backward), the MLP 784-512-512-10 SGD step (batch 64).
+Workloads (nbgrad/bench/workloads.py, the ones ``nbgrad-bench -k compiled`` runs): the scalar
+graph (100 inputs, 1,000 ops), GELU from primitive ops on 4M float32, the 20-op chain on 16
+float64 elements, the MLP 784-512-512-10 SGD step (batch 64); forward + backward each.
 """
 
 import argparse
 import statistics
 import time
 
-import numpy as np
-
 import nbgrad
+from nbgrad.bench import workloads as W
 
 
-def _gelu(T):
-    def f(x):
-        y = 0.5 * x * (1 + T.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
-        y.sum().backward()
-        return y
-
-    return f
-
-
-def _chain(T):
-    def f(x):
-        y = x
-        for k in range(5):
-            y = (y * 1.01 + 0.1).tanh() * 2 - 0.5
-        y.sum().backward()
-        return y
-
-    return f
-
-
-def _mlp(T):
-    T.manual_seed(0)
-    m = T.nn.Sequential(
-        T.nn.Linear(784, 512), T.nn.ReLU(), T.nn.Linear(512, 512), T.nn.ReLU(), T.nn.Linear(512, 10)
-    )
-    opt = T.optim.SGD(m.parameters(), lr=0.01)
-
-    def f(x, y):
-        opt.zero_grad()
-        loss = T.nn.functional.cross_entropy(m(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    return f
-
-
-def _time(fn, args, reps):
-    fn(*args)
+def _time(fn, reps):
+    fn()
     t = time.perf_counter()
     for _ in range(reps):
-        fn(*args)
+        fn()
     return (time.perf_counter() - t) / reps
 
 
@@ -79,31 +42,25 @@ def main(argv=None):
             threadpool_limits(a.threads)
         except ImportError:
             pass
-    rng = np.random.default_rng(0)
-    xg = rng.standard_normal(1 << 22).astype(np.float32)
-    xc = rng.standard_normal(16)
-    xm = rng.standard_normal((64, 784)).astype(np.float32)
-    ym = rng.integers(0, 10, 64)
-    cases = [
-        ("gelu_4M_f32_fwd_bwd", _gelu, lambda T: (T.tensor(xg, requires_grad=True),), 5),
-        ("chain20_fwd_bwd", _chain, lambda T: (T.tensor(xc, requires_grad=True),), 300),
-        ("mlp_step_b64", _mlp, lambda T: (T.tensor(xm), T.tensor(ym)), 20),
+    cases = [  # (name, step factory, its sizes, repetitions per round)
+        ("scalar_graph", W.scalar_graph, dict(n_inputs=100, n_ops=1000), 20),
+        ("gelu_4M_f32", W.gelu_primitives, dict(n=1 << 22), 5),
+        ("chain20_16_f64", W.chain20, dict(n=16), 300),
+        ("mlp_step_b64", W.mlp_step, dict(batch=64), 20),
     ]
     print("%-22s %12s %12s %12s  %s" % ("workload", "compiled", "eager", "torch", "ratios"))
-    for name, make, args_of, reps in cases:
-        eager = make(nbgrad)
-        comp = nbgrad.compile(make(nbgrad))
-        na = args_of(nbgrad)
+    for name, make, sizes, reps in cases:
+        eager = make(nbgrad, **sizes)
+        comp = nbgrad.compile(make(nbgrad, **sizes))
         t0 = time.perf_counter()
-        comp(*na)
+        comp()
         first = time.perf_counter() - t0
-        peer = make(torch) if torch is not None else None
-        ta = args_of(torch) if torch is not None else None
+        peer = make(torch, **sizes) if torch is not None else None
         rows = []
         for _ in range(a.rounds):
-            c = _time(comp, na, reps)
-            e = _time(eager, na, reps)
-            t = _time(peer, ta, reps) if peer is not None else float("nan")
+            c = _time(comp, reps)
+            e = _time(eager, reps)
+            t = _time(peer, reps) if peer is not None else float("nan")
             rows.append((c, e, t))
         med = [statistics.median(r[k] for r in rows) for k in range(3)]
         ce = [r[0] / r[1] for r in rows]

@@ -543,3 +543,17 @@ def test_small_elementwise_step_lowers_per_element_with_eager_gradients():
     assert x.grad.shape == (3, 4)
     np.testing.assert_allclose(x.grad.numpy(), gx, rtol=1e-13, atol=1e-15)
     np.testing.assert_allclose(w.grad.numpy(), gw, rtol=1e-13, atol=1e-15)
+
+
+def test_bad_arguments_raise_and_disable_returns_the_function():
+    def f(x):
+        return x + 1
+
+    with pytest.raises(TypeError, match="expected a callable"):
+        T.compile(3)
+    with pytest.raises(ValueError, match="cache_size must be a positive int"):
+        T.compile(f, cache_size=0)
+    with pytest.raises(TypeError):
+        T.compile(f, fulgraph=True)  # a misspelt option is an error, not ignored
+    assert T.compile(f, disable=True) is f
+    assert T.compile(disable=True)(f) is f

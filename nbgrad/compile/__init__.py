@@ -224,7 +224,7 @@ class CompiledFunction:
             for t in flat:
                 cap.define(t)
             res = self.fn(*args, **kwargs)
-            out = cap.template(res, "out")
+            out = cap.template(res)
         finally:
             stop(undo)
         self.stats["captures"] += 1
@@ -232,7 +232,7 @@ class CompiledFunction:
         for n, ev in enumerate(events):
             if ev.kind == "read":
                 ev.guard = any(e.kind != "read" for e in events[n + 1 :])
-                if ev.guard and ev.mutates:
+                if ev.guard and ev.late:
                     cap.fail(
                         "a value read after side effects decides later work (Tensor.%s() at "
                         "%s)" % (ev.name, ev.where)
@@ -289,15 +289,33 @@ def _debug():
     return os.environ.get("NBGRAD_COMPILE_DEBUG", "") not in ("", "0")
 
 
-def compile(model=None, *, dynamic=False, fullgraph=False, cache_size=8, **unused):
+def compile(
+    model=None,
+    *,
+    fullgraph=False,
+    dynamic=False,
+    backend="inductor",
+    mode=None,
+    options=None,
+    disable=False,
+    cache_size=8,
+):
     """``nbgrad.compile(fn)`` / ``@nbgrad.compile`` / ``@nbgrad.compile(fullgraph=True)`` /
     ``nbgrad.compile(module)``: see the module docstring.  PyTorch's ``backend``, ``mode`` and
-    ``options`` are accepted and ignored (there is one backend)."""
+    ``options`` are accepted and ignored (there is one backend); ``disable=True`` returns
+    ``model`` itself, as PyTorch does."""
+    kw = dict(fullgraph=fullgraph, dynamic=dynamic, cache_size=cache_size)
     if model is None:
-        return lambda m: compile(
-            m, dynamic=dynamic, fullgraph=fullgraph, cache_size=cache_size, **unused
+        return lambda m: compile(m, backend=backend, mode=mode, options=options,
+                                 disable=disable, **kw)  # fmt: skip
+    if not callable(model):
+        raise TypeError("nbgrad.compile: expected a callable or a Module, got %s"
+                        % type(model).__name__)  # fmt: skip
+    if type(cache_size) is not int or cache_size < 1:
+        raise ValueError(
+            "nbgrad.compile: cache_size must be a positive int, got %r" % (cache_size,)
         )
+    if disable:
+        return model
     params = getattr(model, "parameters", None) if hasattr(model, "_call_with_hooks") else None
-    return CompiledFunction(
-        model, dynamic=dynamic, fullgraph=fullgraph, cache_size=cache_size, params=params
-    )
+    return CompiledFunction(model, params=params, **kw)

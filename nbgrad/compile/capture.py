@@ -88,7 +88,7 @@ class Event:
     ``outs`` the template of the result, ``where`` the user's source line."""
 
     __slots__ = ("kind", "name", "fn", "args", "kwargs", "outs", "where", "guard", "value",
-                 "mutates", "region")  # fmt: skip
+                 "mutates", "late", "region")  # fmt: skip
 
     def __init__(self, kind, name, fn, args, kwargs, outs, where):
         self.kind = kind
@@ -101,6 +101,7 @@ class Event:
         self.guard = False
         self.value = None
         self.mutates = ()
+        self.late = False  # a read that came after side effects (NOTE [reads are guards])
         self.region = None
 
     def __repr__(self):
@@ -142,7 +143,6 @@ class Capture:
         self.problem = None  # why this program cannot be replayed
         self.consts = {}  # id -> tensor used as a constant
         self.pre_existing = None  # ids of tensors alive before the capture
-        self.uses = {}  # value index -> [event index or 'out'] (filled by template)
         self.boundary = set()  # values hooks/reads/calls see: never fused away
         self.impure = False  # a call or an in-place write has happened
         self.thread = threading.get_ident()  # other threads' ops are not this function's
@@ -156,20 +156,17 @@ class Capture:
         self.keep.append(obj)
         return Ref(i)
 
-    def inputs(self, tensors):
-        return [self.define(t) for t in tensors]
-
-    def template(self, obj, user=None):
+    def template(self, obj):
         """``obj`` with every known tensor/handle replaced by its Ref; unknown tensors become
-        constants (checked by ``_const``).  ``user``: the event index using them."""
+        constants (checked by ``_const``)."""
         t = type(obj)
         if t is tuple or t is list:
-            r = [self.template(a, user) for a in obj]
+            r = [self.template(a) for a in obj]
             return tuple(r) if t is tuple else r
         if t is dict:
-            return {k: self.template(v, user) for k, v in obj.items()}
+            return {k: self.template(v) for k, v in obj.items()}
         if isinstance(obj, tuple):
-            return Seq(t, tuple(self.template(a, user) for a in obj))
+            return Seq(t, tuple(self.template(a) for a in obj))
         if isinstance(obj, Tensor) or t is RemovableHandle:
             i = self.ids.get(id(obj))
             if i is None:
@@ -177,7 +174,6 @@ class Capture:
                     self.fail("a hook handle made outside the captured function is used")
                     return obj
                 return self._const(obj)
-            self.uses.setdefault(i, []).append(user)
             return Ref(i)
         if t is float or t is int:  # a value read earlier (NOTE [reads are guards])
             i = self.ids.get(id(obj))
@@ -229,20 +225,18 @@ class Capture:
         """A registry op called by the function (profiler.op_call / leaf_op)."""
         if self.inside or threading.get_ident() != self.thread:
             return fn(*args, **kwargs)
-        n = len(self.events)
-        targs = self.template(args, n)
-        tkw = self.template(kwargs, n) if kwargs else kwargs
+        targs = self.template(args)
+        tkw = self.template(kwargs) if kwargs else kwargs
         before = [(t, t._vc[0]) for t in _tensors(args) + _tensors(kwargs)]
         res = self.unrecorded(fn, args, kwargs)
         ev = Event("op", name, fn, targs, tkw, self.result(res), None)
+        # (a constant made during the capture already failed in _const; one from before is
+        # modified on every replay as in eager mode)
         ev.mutates = tuple(
             self.ids[id(t)] for t, v in before if t._vc[0] != v and id(t) in self.ids
         )
-        for t, v in before:
-            if t._vc[0] != v:
-                self.impure = True
-                if id(t) in self.consts and id(t) not in self.pre_existing:
-                    self.fail("an untracked tensor is modified in place by %s" % name)
+        if any(t._vc[0] != v for t, v in before):
+            self.impure = True
         self.events.append(ev)
         return res
 
@@ -250,9 +244,8 @@ class Capture:
         """Anything else replayed by calling it again (see the module docstring)."""
         if self.inside or threading.get_ident() != self.thread:
             return fn(*args, **kwargs)
-        n = len(self.events)
-        targs = self.template(args, n)
-        tkw = self.template(kwargs, n) if kwargs else kwargs
+        targs = self.template(args)
+        tkw = self.template(kwargs) if kwargs else kwargs
         if boundary:
             for t in _tensors(args) + _tensors(kwargs):
                 i = self.ids.get(id(t))
@@ -274,7 +267,7 @@ class Capture:
                 "nbgrad.compile(fullgraph=True): graph break at Tensor.%s() (data-dependent), "
                 "at %s" % (name, where)
             )
-        src = self.template(tensor, len(self.events))
+        src = self.template(tensor)
         v = self.unrecorded(fn, (tensor,) + tuple(args), {})
         ev = Event("read", name, fn, (src,) + tuple(args), None, None, where)
         ev.value = v
@@ -282,8 +275,7 @@ class Capture:
             self.boundary.add(src.i)
         if type(v) in (float, int, bool):  # a returned read is a fresh read on replay
             ev.outs = self.define(v) if not _interned(v) else None
-        if self.impure:
-            ev.mutates = ("after side effects",)
+        ev.late = self.impure
         self.events.append(ev)
         return v
 
