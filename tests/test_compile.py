@@ -557,3 +557,52 @@ def test_bad_arguments_raise_and_disable_returns_the_function():
         T.compile(f, fulgraph=True)  # a misspelt option is an error, not ignored
     assert T.compile(f, disable=True) is f
     assert T.compile(disable=True)(f) is f
+
+
+def test_replay_releases_each_value_after_its_last_use():
+    # NOTE [release values at their last use]: the replay's peak memory is eager's, not the
+    # sum of every intermediate (holding them made the CNN step 1.4x slower than eager)
+    import tracemalloc
+
+    x = T.randn(1 << 17, dtype=T.float64)  # 1 MiB
+
+    def f(x):
+        a = x.cumsum(0)
+        b = a.cumsum(0)
+        c = b.cumsum(0)
+        d = c.cumsum(0)
+        return d.sum()
+
+    cf = T.compile(f)
+    cf(x)
+    rec = next(iter(cf._records.values()))[0]
+    assert [len(d) for d in rec.drops] == [0, 1, 1, 1, 1]  # x, a, b, c: each after its use
+
+    def peak(fn):
+        tracemalloc.start()
+        fn(x)
+        p = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return p
+
+    eager, replay = peak(f), peak(cf)
+    assert cf.stats["replays"] >= 1
+    assert replay < 2.5 * x.numel() * 8 and replay <= eager * 1.1, (replay, eager)
+
+
+def test_inputs_with_the_same_gradient_share_one_kernel_and_array():
+    # relu(h + b): h's gradient and b's (before it is summed to b's shape) are one expression
+    h = T.randn(6, 4, dtype=T.float64, requires_grad=True)
+    b = T.randn(4, dtype=T.float64, requires_grad=True)
+    f = T.compile(lambda h, b: T.relu(h + b))
+    seen = []
+    for _ in range(2):
+        h.grad = b.grad = None
+        y = f(h, b)
+        y.register_hook(lambda g: seen.append(g))
+        (y * y).sum().backward()
+    reg = next(iter(f._records.values()))[0].regions[0]
+    assert reg.same_as == [None, 0] and reg.bwd[1] is None
+    want = 2 * np.maximum(h.detach().numpy() + b.detach().numpy(), 0)
+    np.testing.assert_allclose(h.grad.numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(b.grad.numpy(), want.sum(0), rtol=1e-12)

@@ -54,11 +54,20 @@ class Record:
         self.regions = regions
         self.raw = cap.events  # before fusion, for explain()
         self.consts = len(cap.consts)
+        self.drops = _last_uses(events, out)
 
     def replay(self, flat):
         vals = [None] * self.nvals
         vals[: self.ninputs] = flat
-        for ev in self.events:
+        for ev, drop in zip(self.events, self.drops):
+            if drop:
+                # NOTE [release values at their last use]: eager code drops an intermediate
+                # when its Python name is rebound, so only the graph keeps what backward
+                # saved, and the allocator reuses the rest within the step.  Holding every
+                # value to the end of the replay raised the peak and made each step fault in
+                # fresh pages (the CNN step ran 1.4x slower than eager before this).
+                for i in drop:
+                    vals[i] = None
             if ev.kind == "read":
                 src = ev.args[0]
                 v = ev.fn(vals[src.i] if type(src) is Ref else src, *ev.args[1:])
@@ -77,6 +86,21 @@ class Record:
             elif outs is not None:
                 _assign(outs, res, vals)
         return resolve(self.out, vals)
+
+
+def _last_uses(events, out):
+    """For each event, the values to release before it runs: those whose last use was the
+    event before (the outputs of the function are never released)."""
+    last = {}
+    for n, ev in enumerate(events):
+        for i in refs((ev.args, ev.kwargs)) + refs(ev.outs):
+            last[i] = n
+    keep = set(refs(out))
+    drops = [[] for _ in range(len(events) + 1)]
+    for i, n in last.items():
+        if i not in keep:
+            drops[n + 1].append(i)
+    return [tuple(d) for d in drops[: len(events)]]
 
 
 def _same(a, b):

@@ -104,12 +104,21 @@ class Region:
         tag = "fused_" + "_".join(_opname(ev) for ev in events[:6])
         self.fwd, self.fwd_src = fused_kernel(tag, params, self.fwd_stmts, dtype)
         self.bwd, self.bwd_src = [], []
+        # NOTE [one kernel per distinct gradient]: inputs whose gradients are the same
+        # expression (``relu(h + b)``: h's and b's, before b's is reduced to its shape) share
+        # one kernel and one result array, as PyTorch's AddBackward passes one grad to both.
+        self.same_as = [None] * len(inputs)
+        made = {}  # resolved gradient name -> the first input that computes it
         for k in range(len(inputs)):
+            kern = src = None
             if needs[k]:
                 stmts = self._backward_stmts(name, k)
-                kern, src = fused_kernel(tag + "_bwd%d" % k, ["g"] + params, stmts, dtype)
-            else:
-                kern = src = None
+                target = _resolve_alias(stmts)
+                if target in made:
+                    self.same_as[k] = made[target]
+                else:
+                    made[target] = k
+                    kern, src = fused_kernel(tag + "_bwd%d" % k, ["g"] + params, stmts, dtype)
             self.bwd.append(kern)
             self.bwd_src.append(src)
         self.nodename = "CompiledFunctionBackward"
@@ -177,11 +186,19 @@ class Region:
             garr = garr.astype(arrays[0].dtype)
         outs = []
 
+        done = {}
         for k, (edge, kern) in enumerate(zip(node.next_functions, self.bwd)):
-            if edge[0] is None or kern is None:
+            j = self.same_as[k]
+            if edge[0] is None or (kern is None and j is None):
                 outs.append(None)
                 continue
-            outs.append(Tensor._make(_call(kern, [garr] + arrays)))
+            if j is not None:
+                r = done.get(j)
+                if r is None:
+                    r = done[j] = _call(self.bwd[j], [garr] + arrays)
+            else:
+                r = done[k] = _call(kern, [garr] + arrays)
+            outs.append(Tensor._make(r))
         return tuple(outs)
 
     def _vjp_graph(self, node, g):
@@ -194,6 +211,20 @@ class Region:
         want = [t for t, e in zip(ins, node.next_functions) if e[0] is not None]
         got = iter(autograd_grad(vals[self.out], want, g, create_graph=True, allow_unused=True))
         return tuple(next(got) if e[0] is not None else None for e in node.next_functions)
+
+
+def _resolve_alias(stmts):
+    """The canonical name of ``r`` (the last statement) by value numbering: a statement whose
+    right side, with names replaced by their canonical names, equals an earlier one's (or is
+    just a name) is that earlier statement (``b2 = b1 * 1`` and ``b3 = b1 * 1``)."""
+    canon, seen = {}, {}
+    for name, rhs in stmts:
+        key = _subst(rhs, canon)
+        if key.isidentifier():
+            canon[name] = key
+        else:
+            canon[name] = seen.setdefault(key, name)
+    return canon[stmts[-1][0]]
 
 
 def _call(kern, arrays):
