@@ -518,6 +518,13 @@ def masked_fill(input, mask, value):
 
 @implements("floor_divide")
 def floor_divide(input, other, *, out=None):
+    if _flags.PROFILE:  # NOTE [profiler flag]
+        kw = {"out": out} if out is not None else {}
+        return op_call("floor_divide", _floor_divide, (input, other), kw)
+    return _floor_divide(input, other, out=out)
+
+
+def _floor_divide(input, other, *, out=None):
     o = _operand(other)
     dt = _dt.result_type(input, o)
     if dt.is_complex:

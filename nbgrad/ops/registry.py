@@ -172,7 +172,10 @@ class OpDef:
         self.impl = impl
         impl.op = self
         fwd = self.jvp if self.jvp in (LINEAR, TRANSPOSE) else None
-        if fwd is None and OUT not in self.variants:
+        if fwd is None and OUT not in self.variants and self.kind == "pointwise":
+            # a pointwise op's impl enters through dispatch, which tests the profiler flag
+            # itself (NOTE [profiler flag]); every other op tests it here, or the profiler
+            # and nbgrad.compile's capture would not see it (argmax, nonzero, outer, ...)
             self.fn = impl
             return impl
         op = self
