@@ -13,15 +13,13 @@ module, the identity of its parameters; and no hook registered or removed anywhe
 last call (``utils.hooks.EPOCH``).  A failed guard captures again, up to ``cache_size`` records
 per function; then the function runs eagerly with a warning that names the guard.
 
-NOTE [reads are guards]: a tensor value read into Python (``.item()``, ``bool(t)``, ...)
-while capturing may steer the function's Python control flow, which the replay does not run.
-When recorded work follows the read, the replay reads the value again and compares it with the
-captured one; a different value means the record does not describe this call, so the function
-is captured again for the new value (the replay so far made only new tensors: nothing to undo).
-When the read comes after side effects (an optimizer step, ``backward``, an in-place write), a
-different value could not be undone, so such a function is not replayed: it runs eagerly, and
-``explain()`` says why.  A read with nothing recorded after it (``return loss.item()``) is
-simply read again.  ``fullgraph=True`` raises at the first read instead.
+NOTE [reads are guards]: a tensor value read into Python (``.item()``, ``bool(t)``,
+``torch.equal``, ...) while capturing may steer the function's Python control flow, which the
+replay does not run -- even a read with nothing recorded after it (``v = loss.item(); return v
+if v > 0 else -v``).  So the replay reads the value again and compares it with the captured
+one; a different value is a graph break: the call goes on from the read (NOTE [graph breaks
+resume]) with the continuation captured for that value, or captures it.  Nothing is undone
+and nothing runs twice.  ``fullgraph=True`` raises at the first read instead.
 """
 
 import os
@@ -38,27 +36,43 @@ from .scalar import lower
 __all__ = ["CompiledFunction", "GraphBreak", "compile"]
 
 
-class _Miss(Exception):
-    def __init__(self, ev):
+class _Resume(Exception):
+    """A guard read after side effects saw a new value (NOTE [graph breaks resume])."""
+
+    def __init__(self, rec, ev, value, vals):
+        self.rec = rec
         self.ev = ev
+        self.value = value
+        self.vals = vals
 
 
 class Record:
-    """One captured program for one guard key."""
+    """One captured program for one guard key; a *continuation* (``prefix`` non-empty) is the
+    rest of a program after one outcome of a read that came after side effects."""
 
-    def __init__(self, cap, ninputs, out, events, regions):
+    def __init__(self, cap, ninputs, out, events, regions, prefix=()):
         self.nvals = cap.nvals
         self.ninputs = ninputs
         self.out = out
         self.events = events
         self.regions = regions
-        self.raw = cap.events  # before fusion, for explain()
+        self.raw = cap.events  # before fusion, for explain() and resuming
         self.consts = len(cap.consts)
-        self.drops = _last_uses(events, out)
+        self.prefix = list(prefix)  # the raw events before this record's own
+        self.branches = {}  # id(late read event) -> [(value, continuation or None)]
+        # a program that may resume keeps what resume mode cannot make again (a call's
+        # result, a value written in place; NOTE [graph breaks resume])
+        reads = any(ev.kind == "read" for ev in events)
+        self.drops = _last_uses(events, out, reads)
 
     def replay(self, flat):
         vals = [None] * self.nvals
         vals[: self.ninputs] = flat
+        return self.run(vals)
+
+    def run(self, vals):
+        if len(vals) < self.nvals:
+            vals.extend([None] * (self.nvals - len(vals)))
         for ev, drop in zip(self.events, self.drops):
             if drop:
                 # NOTE [release values at their last use]: eager code drops an intermediate
@@ -69,12 +83,14 @@ class Record:
                 for i in drop:
                     vals[i] = None
             if ev.kind == "read":
-                src = ev.args[0]
-                v = ev.fn(vals[src.i] if type(src) is Ref else src, *ev.args[1:])
-                if ev.guard and not _same(v, ev.value):
-                    raise _Miss(ev)
+                if ev.kwargs:
+                    v = ev.fn(*resolve(ev.args, vals), **resolve(ev.kwargs, vals))
+                else:
+                    v = ev.fn(*resolve(ev.args, vals))
                 if ev.outs is not None:
                     vals[ev.outs.i] = v
+                if ev.guard and not _same(v, ev.value):
+                    raise _Resume(self, ev, v, vals)
                 continue
             if ev.kwargs:
                 res = ev.fn(*resolve(ev.args, vals), **resolve(ev.kwargs, vals))
@@ -87,15 +103,53 @@ class Record:
                 _assign(outs, res, vals)
         return resolve(self.out, vals)
 
+    def script(self, ev):
+        """The raw events up to and including ``ev`` (a read of this record), from the start
+        of the whole program."""
+        for n, e in enumerate(self.raw):
+            if e is ev:
+                return self.prefix + self.raw[: n + 1]
+        raise AssertionError("the read is not in this record")
 
-def _last_uses(events, out):
+
+_MISSING = object()
+
+
+class _Other:
+    def __repr__(self):
+        return "any other value"
+
+
+_OTHER = _Other()
+
+
+def _mark_guards(events, tail_clean):
+    """Every read is a guard (NOTE [reads are guards]) but the last ones when the capture saw
+    nothing use them (``tail_clean``: NOTE [a last read needs no guard when nothing uses
+    it]); whether there is a read."""
+    last = max([n for n, ev in enumerate(events) if ev.kind != "read"], default=-1)
+    reads = False
+    for n, ev in enumerate(events):
+        if ev.kind == "read":
+            reads = True
+            ev.guard = n < last or not tail_clean
+    return reads
+
+
+def _last_uses(events, out, may_resume=False):
     """For each event, the values to release before it runs: those whose last use was the
-    event before (the outputs of the function are never released)."""
+    event before (the outputs of the function are never released; when the program
+    ``may_resume``, neither are results of calls nor values written in place)."""
     last = {}
     for n, ev in enumerate(events):
         for i in refs((ev.args, ev.kwargs)) + refs(ev.outs):
             last[i] = n
     keep = set(refs(out))
+    if may_resume:
+        for ev in events:
+            if ev.kind == "call":
+                keep.update(refs(ev.outs))
+            keep.update(ev.mutates)
     drops = [[] for _ in range(len(events) + 1)]
     for i, n in last.items():
         if i not in keep:
@@ -181,7 +235,7 @@ class CompiledFunction:
         self._epoch = None
         self._last_key = None
         self._eager = {}  # key -> reason it runs eagerly
-        self.stats = {"captures": 0, "replays": 0, "eager": 0, "invalidations": 0}
+        self.stats = {"captures": 0, "replays": 0, "eager": 0, "invalidations": 0, "resumes": 0}
         self.__wrapped__ = fn
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
         self.__doc__ = getattr(fn, "__doc__", None)
@@ -216,8 +270,8 @@ class CompiledFunction:
         for rec in self._records.get(key, ()):
             try:
                 res = rec.replay(flat)
-            except _Miss:
-                continue
+            except _Resume as r:
+                res = self._resume(r, args, kwargs)
             self.stats["replays"] += 1
             self._epoch = EPOCH[0]
             return res
@@ -250,17 +304,10 @@ class CompiledFunction:
             res = self.fn(*args, **kwargs)
             out = cap.template(res)
         finally:
+            clean = cap.end_tail()
             stop(undo)
         self.stats["captures"] += 1
-        events = cap.events
-        for n, ev in enumerate(events):
-            if ev.kind == "read":
-                ev.guard = any(e.kind != "read" for e in events[n + 1 :])
-                if ev.guard and ev.late:
-                    cap.fail(
-                        "a value read after side effects decides later work (Tensor.%s() at "
-                        "%s)" % (ev.name, ev.where)
-                    )
+        reads = _mark_guards(cap.events, clean)
         if cap.problem is not None:
             self._eager[key] = cap.problem
             if _debug():
@@ -268,7 +315,7 @@ class CompiledFunction:
             self._epoch = EPOCH[0]
             return res
         used = set(refs(out))
-        lowered = lower(cap, out)
+        lowered = lower(cap, out) if not reads else None
         if lowered is not None:  # a small scalar step: one Numba function (compile/scalar.py)
             fused, prog = lowered
             rec = Record(cap, len(flat), out, fused, [prog])
@@ -281,32 +328,104 @@ class CompiledFunction:
             print(self.explain())
         return res
 
+    # -- graph breaks after side effects ---------------------------------------------------
+    def _resume(self, r, args, kwargs):
+        """NOTE [graph breaks resume]: a guard read that comes after side effects (an
+        optimizer step, ``backward``) saw a value the record was not captured with.  What ran
+        cannot be undone, so the call goes on from the read: with the continuation captured
+        for that value when there is one (each outcome of a read is a compiled segment of its
+        own), otherwise by running the function again in *resume mode* (capture.py): its
+        Python code runs, every recorded call before the read returns what the replay made
+        without running again, and what follows the read runs eagerly while it is captured
+        as the continuation for that value.  At most ``cache_size`` values per read get a
+        continuation; other values resume eagerly every time."""
+        while True:
+            self.stats["resumes"] += 1
+            branches = r.rec.branches.setdefault(id(r.ev), [])
+            cont = _MISSING
+            for value, c in branches:
+                if value is _OTHER or _same(r.value, value):
+                    cont = c
+                    break
+            if cont is _MISSING and len(branches) >= self.cache_size:
+                branches.append((_OTHER, None))  # the read's other values resume eagerly
+                cont = None
+            if cont is _MISSING or cont is None:
+                return self._resume_capture(r, branches, cont is _MISSING, args, kwargs)
+            try:
+                return cont.run(r.vals)
+            except _Resume as again:
+                r = again
+
+    def _resume_capture(self, r, branches, record, args, kwargs):
+        script = r.rec.script(r.ev)
+        cap = Capture(self.fullgraph)
+        cap.resume(script, r.vals, r.value, record)
+        undo = start(cap)
+        try:
+            res = self.fn(*args, **kwargs)
+            out = cap.template(res) if record else None
+        finally:
+            clean = cap.end_tail()
+            stop(undo)
+        if cap.pos < len(script):
+            raise RuntimeError(
+                "nbgrad.compile: %s returned before reaching Tensor.%s() at %s, where its "
+                "record read a value after side effects; it must take the same path up to "
+                "that read on every call" % (self.__name__, r.ev.name, r.ev.where)
+            )
+        if not record:
+            return res
+        _mark_guards(cap.events, clean)
+        cont = None
+        # a value fused away in the replay (recomputed here) is not there to continue from
+        if cap.problem is None and not cap.recomputed.intersection(
+            refs([(ev.args, ev.kwargs) for ev in cap.events]) + refs(out)
+        ):
+            fused, regions = fuse(cap, set(refs(out)))
+            cont = Record(cap, 0, out, fused, regions, prefix=script)
+        branches.append((r.value, cont))
+        if _debug():
+            print(self.explain())
+        return res
+
     # -- introspection ---------------------------------------------------------------------
     def explain(self):
         """The captured programs, the fused regions and their generated kernel source."""
         st = self.stats
         lines = [
-            "nbgrad.compile(%s): %d capture(s), %d replay(s), %d eager call(s)"
-            % (self.__name__, st["captures"], st["replays"], st["eager"])
+            "nbgrad.compile(%s): %d capture(s), %d replay(s), %d eager call(s), %d resume(s)"
+            % (self.__name__, st["captures"], st["replays"], st["eager"], st["resumes"])
         ]
         for key, why in self._eager.items():
             lines.append("runs eagerly for one guard key: %s" % why)
         for recs in self._records.values():
             for r in recs:
-                lines.append(
-                    "record: %d inputs, %d values, %d constants, %d events recorded, %d after "
-                    "fusion, %d fused region(s)"
-                    % (r.ninputs, r.nvals, r.consts, len(r.raw), len(r.events), len(r.regions))
-                )
-                lines.append("captured graph:")
-                for ev in r.raw:
-                    lines.append("  " + repr(ev) + ("  [guard]" if ev.guard else ""))
-                lines.append("replayed program:")
-                for ev in r.events:
-                    lines.append("  " + repr(ev))
-                for reg in r.regions:
-                    lines.append(reg.explain())
+                _explain_record(r, lines, "record")
         return "\n".join(lines)
+
+
+def _explain_record(r, lines, what):
+    counts = (r.ninputs, r.nvals, r.consts, len(r.raw), len(r.events), len(r.regions))
+    lines.append(
+        "%s: %d inputs, %d values, %d constants, %d events recorded, %d after fusion, %d fused "
+        "region(s)" % ((what,) + counts)
+    )
+    lines.append("captured graph:")
+    for ev in r.raw:
+        lines.append("  " + repr(ev) + ("  [guard]" if ev.guard else ""))
+    lines.append("replayed program:")
+    for ev in r.events:
+        lines.append("  " + repr(ev))
+    for reg in r.regions:
+        lines.append(reg.explain())
+    for ev in r.raw:
+        for value, cont in r.branches.get(id(ev), ()):
+            head = "after Tensor.%s() at %s read %r" % (ev.name, ev.where, value)
+            if cont is None:
+                lines.append(head + ": the rest runs eagerly (resumed each time)")
+            else:
+                _explain_record(cont, lines, head + ", continuation")
 
 
 def _debug():

@@ -8,12 +8,15 @@ references, its results) and runs it with the flag off, so the ops it calls insi
 recorded twice.  Eager code pays nothing for this: no new test on any hot path.
 
 What is not an op but must happen again on replay is recorded as a *call* by patching, for the
-capture's duration only, the functions that do it (``_PATCHED``): ``backward``/``autograd.grad``,
+capture's duration only, the functions that do it (``start``): ``backward``/``autograd.grad``,
 optimizer ``step``/``zero_grad``, a module call that runs hooks (the module runs eagerly on
 replay, so its hooks fire as in eager mode), hook registrations on tensors and nodes, handle
-removal, ``detach``/``requires_grad_`` and the creation functions.  Reads of tensor values into
-Python (``item``, ``bool``, ``tolist``...) are *reads*: a read that later recorded work may
-depend on becomes a guard of the replay (NOTE [reads are guards]).
+removal, ``detach``/``requires_grad_``, the creation functions and ``F.dropout``/``dropout2d``
+(their masks are drawn again on replay).  Reads of tensor values into
+Python (``item``, ``bool``, ``tolist``, an op returning a Python value such as ``equal``) are
+*reads*, guards of the replay (NOTE [reads are guards]).  In *resume mode* (NOTE [graph breaks
+resume]) the function runs again and each recorded call before the read it resumes at returns
+what the replay made instead of running.
 
 A tensor the recorded work uses that no recorded event produced is a *constant*, kept by
 reference (a parameter, a tensor the function closes over) -- unless it was made while the
@@ -21,8 +24,10 @@ capture ran, by code the capture does not see: then the program cannot be replay
 function runs eagerly (``Unreplayable`` with the reason; ``explain()`` shows it).
 """
 
+import dis
 import gc
 import os
+import sys
 import threading
 import traceback
 
@@ -88,7 +93,7 @@ class Event:
     ``outs`` the template of the result, ``where`` the user's source line."""
 
     __slots__ = ("kind", "name", "fn", "args", "kwargs", "outs", "where", "guard", "value",
-                 "mutates", "late", "region")  # fmt: skip
+                 "mutates", "region")  # fmt: skip
 
     def __init__(self, kind, name, fn, args, kwargs, outs, where):
         self.kind = kind
@@ -101,7 +106,6 @@ class Event:
         self.guard = False
         self.value = None
         self.mutates = ()
-        self.late = False  # a read that came after side effects (NOTE [reads are guards])
         self.region = None
 
     def __repr__(self):
@@ -130,6 +134,79 @@ def user_line():
     return "<unknown>"
 
 
+# NOTE [a last read needs no guard when nothing uses it]: every read is a guard (NOTE [reads
+# are guards]), and a failed guard costs a Python re-run (resume mode), so ``return
+# loss.item()`` at the end of every training step would resume on every call.  After a read,
+# the capture watches the user's bytecode (an opcode trace of frames outside nbgrad, from the
+# read to the next recorded event or the function's return): when nothing but loads, stores,
+# building the result and calls into nbgrad ran -- no comparison, jump, arithmetic or other
+# call that could make a value or a path from the read -- the read only passes its value on,
+# so the replay reads it again without guarding it.
+_PLAIN = frozenset(
+    (
+        "NOP RESUME CACHE EXTENDED_ARG PUSH_NULL PRECALL CALL KW_NAMES CALL_KW LOAD_FAST "
+        "LOAD_FAST_CHECK LOAD_FAST_AND_CLEAR LOAD_FAST_LOAD_FAST STORE_FAST STORE_FAST_LOAD_FAST "
+        "STORE_FAST_STORE_FAST LOAD_CONST RETURN_CONST LOAD_DEREF STORE_DEREF LOAD_CLOSURE "
+        "LOAD_GLOBAL LOAD_NAME STORE_NAME LOAD_ATTR LOAD_METHOD BUILD_TUPLE BUILD_LIST "
+        "BUILD_MAP BUILD_CONST_KEY_MAP POP_TOP COPY SWAP RETURN_VALUE DELETE_FAST"
+    ).split()
+)
+
+
+class _TailWatch:
+    """The opcode trace of NOTE [a last read needs no guard when nothing uses it]."""
+
+    def __init__(self, outer):
+        self.outer = outer  # the frame that called the captured function: not watched
+        self.clean = True
+        self.pending = False  # a CALL ran: it must enter Python (nbgrad's read) to stay clean
+        self.frames = []
+        self.prev = None
+
+    def start(self):
+        self.prev = sys.gettrace()
+        sys.settrace(self._new_frame)
+        f = sys._getframe(1)
+        while f is not None and f is not self.outer:
+            if not f.f_code.co_filename.startswith(_HERE):
+                self._watch(f)
+            f = f.f_back
+
+    def stop(self):
+        sys.settrace(self.prev)
+        for f in self.frames:
+            f.f_trace_opcodes = False
+            f.f_trace = None
+        self.frames = []
+
+    def _watch(self, f):
+        f.f_trace = self._opcode
+        f.f_trace_opcodes = True
+        self.frames.append(f)
+
+    def _new_frame(self, frame, event, arg):
+        self.pending = False  # the CALL entered Python code
+        f = frame
+        while f is not None and f is not self.outer:  # code nbgrad runs is no user code
+            if f.f_code.co_filename.startswith(_HERE):
+                return None
+            if any(f is w for w in self.frames):
+                break
+            f = f.f_back
+        self._watch(frame)
+        return self._opcode
+
+    def _opcode(self, frame, event, arg):
+        if event == "opcode":
+            if self.pending:  # a call into C code that is not nbgrad's: it may use the value
+                self.clean = False
+            op = dis.opname[frame.f_code.co_code[frame.f_lasti]]
+            if op not in _PLAIN:
+                self.clean = False
+            self.pending = op in ("CALL", "CALL_KW")
+        return self._opcode
+
+
 class Capture:
     """The recorder of one capture (``_flags.CAPTURE`` while it runs)."""
 
@@ -144,9 +221,67 @@ class Capture:
         self.consts = {}  # id -> tensor used as a constant
         self.pre_existing = None  # ids of tensors alive before the capture
         self.boundary = set()  # values hooks/reads/calls see: never fused away
-        self.impure = False  # a call or an in-place write has happened
         self.thread = threading.get_ident()  # other threads' ops are not this function's
         self.node_hooked = set()  # values whose grad_fn has hooks: their op stays its own node
+        # resume mode (NOTE [graph breaks resume] in __init__.py): the raw events the replay
+        # already ran, the replay's values, the read's new value, how far the function is
+        self.script = None
+        self.pos = 0
+        self.rvalue = None
+        self.recomputed = set()  # values the replay had fused away, computed again
+        self.recording = True  # False: resume mode stops at the read (the rest runs eagerly)
+        self.undo = None  # start's undo list
+        self.outer = None  # the frame that called the captured function
+        self.tail = None  # a _TailWatch since the last read, until the next recorded event
+
+    def resume(self, script, vals, value, record=True):
+        """Resume mode: the function runs again from the start; each recorded call up to
+        ``script``'s last event (the read that saw ``value``) returns what the replay made,
+        without running again; what follows is captured as usual, or with ``record`` False
+        runs eagerly with nothing patched."""
+        self.recording = record
+        self.script = script
+        self.rvalue = value
+        self.keep = list(vals)
+        self.nvals = len(vals)
+        for i, obj in enumerate(self.keep):
+            if obj is not None:
+                self.ids[id(obj)] = i
+
+    def _replayed(self, kind, name, fn, args, kwargs):
+        """A call of the function in resume mode before the read: the replay's result."""
+        ev = self.script[self.pos]
+        if ev.name != name:
+            raise RuntimeError(
+                "nbgrad.compile: resuming after a graph break, the function called %s where "
+                "its record has %s (%s); it must take the same path up to the read on every "
+                "call" % (name, ev.name, user_line())
+            )
+        self.pos += 1
+        if ev.kind == "read":
+            v = self.rvalue if self.pos == len(self.script) else ev.value
+            if self.pos == len(self.script) and not self.recording:
+                stop(self.undo)  # the rest of the function runs as eager code
+            if ev.outs is not None:
+                self.keep[ev.outs.i] = v
+                self.ids[id(v)] = ev.outs.i
+            return v
+        want = refs(ev.outs)
+        if all(self.keep[i] is not None for i in want):
+            return resolve(ev.outs, self.keep)
+        if ev.kind != "op" or ev.mutates:  # Record keeps these (_last_uses)
+            raise AssertionError("nbgrad.compile: resuming needs %s's result, not kept" % name)
+        # an op's value the replay fused away (a fused region's inner value) or released
+        # after its last use: ops are deterministic functions of their arguments
+        res = self.unrecorded(fn, args, kwargs)
+        for i, obj in zip(want, _flat(res)):
+            self.keep[i] = obj
+            self.ids[id(obj)] = i
+        self.recomputed.update(want)
+        return res
+
+    def _resuming(self):
+        return self.script is not None and self.pos < len(self.script)
 
     # -- values ----------------------------------------------------------------------------
     def define(self, obj):
@@ -225,25 +360,30 @@ class Capture:
         """A registry op called by the function (profiler.op_call / leaf_op)."""
         if self.inside or threading.get_ident() != self.thread:
             return fn(*args, **kwargs)
+        if self._resuming():
+            return self._replayed("op", name, fn, args, kwargs)
         targs = self.template(args)
         tkw = self.template(kwargs) if kwargs else kwargs
         before = [(t, t._vc[0]) for t in _tensors(args) + _tensors(kwargs)]
         res = self.unrecorded(fn, args, kwargs)
+        if type(res) in (bool, int, float):  # equal, allclose: a value read into Python
+            return self._read_event(name, fn, targs, tkw, res)
+        self.end_tail()
         ev = Event("op", name, fn, targs, tkw, self.result(res), None)
         # (a constant made during the capture already failed in _const; one from before is
         # modified on every replay as in eager mode)
         ev.mutates = tuple(
             self.ids[id(t)] for t, v in before if t._vc[0] != v and id(t) in self.ids
         )
-        if any(t._vc[0] != v for t, v in before):
-            self.impure = True
         self.events.append(ev)
         return res
 
-    def call(self, name, fn, args, kwargs, boundary=True, impure=True):
+    def call(self, name, fn, args, kwargs, boundary=True):
         """Anything else replayed by calling it again (see the module docstring)."""
         if self.inside or threading.get_ident() != self.thread:
             return fn(*args, **kwargs)
+        if self._resuming():
+            return self._replayed("call", name, fn, args, kwargs)
         targs = self.template(args)
         tkw = self.template(kwargs) if kwargs else kwargs
         if boundary:
@@ -252,8 +392,8 @@ class Capture:
                 if i is not None:
                     self.boundary.add(i)
         res = self.unrecorded(fn, args, kwargs)
+        self.end_tail()
         ev = Event("call", name, fn, targs, tkw, self.result(res), None)
-        self.impure = self.impure or impure
         self.events.append(ev)
         return res
 
@@ -261,28 +401,48 @@ class Capture:
         """A tensor value read into Python (NOTE [reads are guards])."""
         if self.inside or threading.get_ident() != self.thread:
             return fn(tensor, *args)
+        if self._resuming():
+            return self._replayed("read", name, fn, (tensor,) + tuple(args), {})
+        if self.fullgraph:
+            self._read_event(name, fn, None, None, None)
+        targs = self.template((tensor,) + tuple(args))
+        v = self.unrecorded(fn, (tensor,) + tuple(args), {})
+        return self._read_event(name, fn, targs, None, v)
+
+    def _read_event(self, name, fn, targs, tkw, v):
         where = user_line()
         if self.fullgraph:
             raise GraphBreak(
                 "nbgrad.compile(fullgraph=True): graph break at Tensor.%s() (data-dependent), "
                 "at %s" % (name, where)
             )
-        src = self.template(tensor)
-        v = self.unrecorded(fn, (tensor,) + tuple(args), {})
-        ev = Event("read", name, fn, (src,) + tuple(args), None, None, where)
+        ev = Event("read", name, fn, targs, tkw, None, where)
         ev.value = v
-        if isinstance(src, Ref):
-            self.boundary.add(src.i)
+        for i in refs((targs, tkw)):
+            self.boundary.add(i)
         if type(v) in (float, int, bool):  # a returned read is a fresh read on replay
             ev.outs = self.define(v) if not _interned(v) else None
-        ev.late = self.impure
         self.events.append(ev)
+        if self.tail is None and self.outer is not None:
+            self.tail = _TailWatch(self.outer)
+            self.tail.start()
         return v
+
+    def end_tail(self):
+        """A recorded event after reads (they stay guards), or the function returned: stop
+        watching; whether the reads since the last recorded event only passed values on."""
+        tail, self.tail = self.tail, None
+        if tail is None:
+            return True
+        tail.stop()
+        return tail.clean
 
     def node_hook(self, kind, orig, node, fn, args, kwargs):
         """``grad_fn.register_hook``/``register_prehook`` on a recorded value's node."""
         if self.inside:
             return orig(node, fn, *args, **kwargs)
+        if self._resuming():
+            return self._replayed("call", kind, None, (), {})
         owner = None
         for obj in self.keep:
             if isinstance(obj, Tensor) and obj._grad_fn is node:
@@ -318,6 +478,11 @@ def leaves(obj, keep):
             out.extend(leaves(a, keep))
         return out
     return [obj] if keep(obj) else []
+
+
+def _flat(res):
+    """The tensors/handles of a result, in template order."""
+    return leaves(res, lambda a: isinstance(a, (Tensor, RemovableHandle)))
 
 
 def _tensors(obj):
@@ -375,6 +540,7 @@ def start(cap):
     import nbgrad  # cycle: the top-level namespace holds the creation functions we patch
 
     from .. import autograd, creation  # cycle: compile sits above the surface it patches
+    from ..nn import functional  # cycle: compile sits above nn
     from ..nn.modules.module import Module  # cycle: compile sits above nn
     from ..optim.optimizer import Optimizer  # cycle: compile sits above optim
 
@@ -395,12 +561,12 @@ def start(cap):
     def grad_get(t):
         if cap.inside:
             return grad.fget(t)
-        return cap.call("Tensor.grad", grad.fget, (t,), {}, impure=False)
+        return cap.call("Tensor.grad", grad.fget, (t,), {})
 
     def grad_set(t, value):
         if cap.inside:
             return grad.fset(t, value)
-        return cap.call("Tensor.grad=", grad.fset, (t, value), {}, impure=True)
+        return cap.call("Tensor.grad=", grad.fset, (t, value), {})
 
     patch(Tensor, "grad", property(grad_get, grad_set, grad.fdel))
     patch(RemovableHandle, "remove", _remove_patch(cap, RemovableHandle.remove))
@@ -414,6 +580,8 @@ def start(cap):
     patch(
         Module, "_call_with_hooks", _call_patch(cap, "module_with_hooks", Module._call_with_hooks)
     )
+    for n in _RANDOM:  # their masks come from the generator, not from a recorded op
+        patch(functional, n, _call_patch(cap, "F." + n, getattr(functional, n)))
     stack = [Optimizer]
     while stack:
         cls = stack.pop()
@@ -421,18 +589,24 @@ def start(cap):
         for n in ("step", "zero_grad"):
             if n in cls.__dict__:
                 patch(cls, n, _call_patch(cap, "%s.%s" % (cls.__name__, n), cls.__dict__[n]))
-    cap.pre_existing = {id(o): o for o in gc.get_objects() if issubclass(type(o), Tensor)}
+    cap.outer = sys._getframe(1)
+    if cap.recording:  # (resume mode without recording checks no constants)
+        cap.pre_existing = {id(o): o for o in gc.get_objects() if issubclass(type(o), Tensor)}
+    cap.undo = undo
     undo.append((None, _flags.PROFILE, _flags.CAPTURE))
     _flags.PROFILE = True
     _flags.CAPTURE = cap
     return undo
 
 
+_RANDOM = ("dropout", "dropout2d")  # nn.functional's random draws, replayed as calls
 _MISSING = object()
 
 
 def stop(undo):
-    for owner, name, old in reversed(undo):
+    """Undo ``start`` (again: a no-op)."""
+    while undo:
+        owner, name, old = undo.pop()
         if owner is None:
             _flags.PROFILE, _flags.CAPTURE = name, old
         elif old is _MISSING:

@@ -17,12 +17,14 @@ backward between breakpoints is fused.
 """
 
 import ast
+import math
 
 import numpy as np
 
 from .._tensor import Tensor
 from ..grad_mode import STATE
-from ..kernels.build import cpu_loop, fused_kernel
+from ..kernels.build import cpu_loop, cpu_sum, fused_kernel
+from ..kernels.cpu.reduce import sum_fwd_cpu
 from ..ops import dispatch
 from ..ops.formula import partials_of
 from ..ops.registry import result
@@ -65,6 +67,8 @@ def fusible(ev, vals):
     for a in operands:
         if isinstance(a, (Ref, Tensor)):  # a value, or a constant (a parameter, a closure)
             t = vals[a.i] if isinstance(a, Ref) else a
+            if not isinstance(t, Tensor):  # a value read into Python (it may change)
+                return False
             if t._dtype.name != dt or type(t._data) is not np.ndarray:
                 return False
         elif type(a) not in (int, float):  # a bool/complex scalar
@@ -82,15 +86,22 @@ class Region:
     ``out`` (a value index)."""
 
     def __init__(self, events, inputs, out, dtype, needs):
-        self.events = events
+        self.events = events  # all of them, for explain() and the create_graph path
         self.inputs = inputs
         self.out = out
         self.dtype = dtype
         self.needs = needs  # per input: whether its gradient is computed
+        # NOTE [reduction at the end of a region]: a region may end in a whole-tensor sum of
+        # its pointwise result; the forward then sums f over the elements without writing
+        # them (``kr``), and the backward is the pointwise one with the 0-d gradient
+        # broadcast (sum's derivative), so only the pointwise events make statements
+        self.reduce = _full_sum(events[-1])
+        self.body = events[:-1] if self.reduce else events
+        self.body_out = events[-1].args[0].i if self.reduce else out
         params = ["p%d" % k for k in range(len(inputs))]
         name = {v: p for v, p in zip(inputs, params)}
         self.fwd_stmts = []
-        for n, ev in enumerate(events):
+        for n, ev in enumerate(self.body):
             op, operands, attrs = _operands(ev)
             env = {}
             for argname, a in zip(op.args, operands):
@@ -126,15 +137,15 @@ class Region:
     def _backward_stmts(self, name, k):
         """Forward statements, then reverse accumulation of ``g`` to input ``k``."""
         stmts = list(self.fwd_stmts)
-        grad = {self.out: "g"}  # value index -> the statement name of its gradient so far
+        grad = {self.body_out: "g"}  # value index -> the statement name of its gradient so far
         count = [0]
 
         def fresh():
             count[0] += 1
             return "b%d" % count[0]
 
-        for n in range(len(self.events) - 1, -1, -1):
-            ev = self.events[n]
+        for n in range(len(self.body) - 1, -1, -1):
+            ev = self.body[n]
             gname = grad.get(ev.outs.i)
             if gname is None:
                 continue
@@ -170,7 +181,7 @@ class Region:
     # -- replay ----------------------------------------------------------------------------
     def run(self, *tensors):
         arrays = [t._data for t in tensors]
-        out = _call(self.fwd, arrays)
+        out = _sum(self.fwd, arrays) if self.reduce else _call(self.fwd, arrays)
         if not STATE.enabled or not any(t._requires_grad for t in tensors):
             return Tensor._make(out)
         saved = {"p%d" % k: t for k, t in enumerate(tensors)}
@@ -227,33 +238,68 @@ def _resolve_alias(stmts):
     return canon[stmts[-1][0]]
 
 
+def _flat(arrays, shape):
+    """The operands as the loop kernels take them: each contiguous with ``shape`` (1-D) or one
+    value broadcast (a scalar); None when one is neither."""
+    flat = []
+    for a in arrays:
+        if a.shape == shape and a.flags.c_contiguous:
+            flat.append(a.reshape(-1))
+        elif a.size and not any(a.strides):  # one value broadcast (stride 0 everywhere)
+            flat.append(a.reshape(-1)[0])
+        else:
+            return None
+    return flat
+
+
 def _call(kern, arrays):
     """``kern(*arrays)``, through its loop kernel when every operand is contiguous with the
     result's shape or a broadcast scalar (sum's gradient) and the work is large enough to pay
     for the checks (NOTE [loop kernels]: transcendentals vectorise there, not in the ufunc)."""
     a0 = arrays[0]
-    shape = None
     if a0.size >= 4096:
         shape = np.broadcast_shapes(*[a.shape for a in arrays])
-        flat = []
-        for a in arrays:
-            if a.shape == shape and a.flags.c_contiguous:
-                flat.append(a.reshape(-1))
-            elif a.size and not any(a.strides):  # one value broadcast (stride 0 everywhere)
-                flat.append(a.reshape(-1)[0])
-            else:
-                shape = None
-                break
-    if shape is not None and flat and any(type(f) is np.ndarray for f in flat):
-        out = np.empty(shape, a0.dtype)
-        cpu_loop(kern)(out.reshape(-1), *flat)
-        return out
+        flat = _flat(arrays, shape)
+        if flat and any(type(f) is np.ndarray for f in flat):
+            out = np.empty(shape, a0.dtype)
+            cpu_loop(kern)(out.reshape(-1), *flat)
+            return out
     r = kern(*arrays)
     return r if type(r) is np.ndarray else np.asarray(r)
 
 
+def _sum(kern, arrays):
+    """The 0-d sum of ``kern(*arrays)``: one pass that writes no elements when the operands
+    suit the loop kernels, else the pointwise result summed as eager ``sum`` does."""
+    shape = np.broadcast_shapes(*[a.shape for a in arrays])
+    flat = _flat(arrays, shape)
+    dtype = arrays[0].dtype
+    if flat is not None:
+        return np.asarray(cpu_sum(kern)(math.prod(shape), *flat), dtype)
+    r = _call(kern, arrays)
+    out = np.zeros((1, 1), dtype)
+    if r.size:
+        sum_fwd_cpu(np.ascontiguousarray(r).reshape(1, r.size, 1), out)
+    return out.reshape(())
+
+
 def _opname(ev):
-    return _operands(ev)[0].name
+    got = _operands(ev)
+    return got[0].name if got is not None else ev.name
+
+
+def _full_sum(ev):
+    """Whether ``ev`` is ``x.sum()`` of a value (every element, no dtype): what a region may end
+    in (NOTE [reduction at the end of a region])."""
+    return (
+        ev.kind == "op"
+        and ev.name == "sum"
+        and len(ev.args) == 1
+        and not ev.kwargs
+        and type(ev.args[0]) is Ref
+        and type(ev.outs) is Ref
+        and not ev.mutates
+    )
 
 
 class _Rename(ast.NodeTransformer):
@@ -280,6 +326,16 @@ def fuse(cap, outputs_used):
     # a node hook sees its node's own gradients: that op stays an eager node
     ok = [fusible(ev, vals) and ev.outs.i not in cap.node_hooked for ev in events]
     producer = {ev.outs.i: n for n, ev in enumerate(events) if ok[n]}
+    # a whole-tensor sum of a pointwise value may end that value's region (NOTE [reduction
+    # at the end of a region]); nothing joins after it (its result is no producer here)
+    ends = {
+        n
+        for n, ev in enumerate(events)
+        if _full_sum(ev)
+        and ev.args[0].i in producer
+        and ev.outs.i not in cap.node_hooked
+        and vals[ev.outs.i]._dtype is vals[ev.args[0].i]._dtype
+    }
     uses = {}
     for n, ev in enumerate(events):
         for r in refs((ev.args, ev.kwargs)):
@@ -291,7 +347,7 @@ def fuse(cap, outputs_used):
             us
             and v not in outputs_used
             and v not in cap.boundary
-            and all(ok[u] and u > n for u in us)
+            and all((ok[u] or u in ends) and u > n for u in us)
             and len(set(us)) == len(us) == 1  # one consumer: one result per region
         ):
             internal.add(v)
@@ -309,7 +365,7 @@ def fuse(cap, outputs_used):
         group[a] = b
     members = {}
     for n in range(len(events)):
-        if ok[n]:
+        if ok[n] or (n in ends and events[n].args[0].i in internal):
             members.setdefault(find(n), []).append(n)
     out_events, regions = [], []
     placed = {}
@@ -321,7 +377,8 @@ def fuse(cap, outputs_used):
         produced = {ev.outs.i for ev in evs}
         inputs, operands = [], []
         for ev in evs:
-            for a in _operands(ev)[1]:
+            got = _operands(ev)
+            for a in got[1] if got is not None else ():  # (a closing sum reads the region)
                 if type(a) in (int, float) or _key(a) in produced or _key(a) in inputs:
                     continue
                 inputs.append(_key(a))

@@ -334,6 +334,7 @@ def cpu_kernel(tag, params, expr, dtype, param_types=None):
 
 
 _LOOPS = {}  # id(ufunc from cpu_kernel) -> its loop kernel (the ufuncs live in _KERNELS)
+_SUMS = {}  # id(ufunc from fused_kernel) -> its whole-sum kernel
 
 
 def cpu_loop(k):
@@ -341,6 +342,12 @@ def cpu_loop(k):
     ``cpu_kernel``: ``out`` and the array arguments contiguous 1-D of one length, scalars
     of the kernel's dtype; None for a ufunc that did not come from ``cpu_kernel``."""
     return _LOOPS.get(id(k))
+
+
+def cpu_sum(k):
+    """The whole-sum kernel ``kr(n, *args)`` of a fused region's ufunc ``k`` (same argument
+    rules as ``cpu_loop``; returns a float)."""
+    return _SUMS[id(k)]
 
 
 def cuda_kernel(tag, params, expr, dtype, param_types=None):
@@ -377,8 +384,34 @@ def fused_source(params, stmts, dtype):
             "T = %s" % NP_TYPES[dtype],
             "",
             *_cpu_module(params, body, nt, ", ".join([nt] * len(params))),
+            *_sum_kernel(params),
         ]
     )
+
+
+def _sum_kernel(params):
+    """``kr(n, *params)``: the sum of ``f`` over ``n`` elements, for a fused region ending in
+    a whole-tensor sum: float64 with 16 interleaved partial sums, as reduce.py's ``_row_sum``
+    (``at`` reads a contiguous 1-D buffer or a scalar, as in the loop kernel)."""
+    fm = "set(%r)" % sorted(FASTMATH)
+    plist = ", ".join(params)
+    return [
+        "@njit(nogil=True, error_model='numpy', fastmath=%s, cache=%s)"
+        % (fm, _config.USE_DISK_CACHE),
+        "def kr(n_, %s):" % plist,
+        "    acc = np.zeros(16, np.float64)",
+        "    nb = n_ - n_ % 16",
+        "    for k in range(0, nb, 16):",
+        "        for j in range(16):",
+        "            acc[j] += f(%s)" % ", ".join("at(%s, k + j)" % p for p in params),
+        "    s = 0.0",
+        "    for j in range(16):",
+        "        s += acc[j]",
+        "    for k in range(nb, n_):",
+        "        s += f(%s)" % ", ".join("at(%s, k)" % p for p in params),
+        "    return s",
+        "",
+    ]
 
 
 def fused_kernel(tag, params, stmts, dtype):
@@ -391,6 +424,7 @@ def fused_kernel(tag, params, stmts, dtype):
         mod = load_module(_safe(tag), src)
         k = getattr(mod.k, "ufunc", mod.k)
         _LOOPS[id(k)] = mod.kl
+        _SUMS[id(k)] = mod.kr
         return k
 
     return _once(("fused", src), make), src
