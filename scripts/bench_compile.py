@@ -5,7 +5,8 @@ in the same process, alternating, median of rounds with [min, max].
 
 Workloads (nbgrad/bench/workloads.py, the ones ``nbgrad-bench -k compiled`` runs): the scalar
 graph (100 inputs, 1,000 ops), GELU from primitive ops on 4M float32, the 20-op chain on 16
-float64 elements, the MLP 784-512-512-10 SGD step (batch 64); forward + backward each.
+float64 elements, the MLP 784-512-512-10 SGD step (batch 64), the small CNN SGD step (batch
+64); forward + backward each.
 """
 
 import argparse
@@ -47,6 +48,7 @@ def main(argv=None):
         ("gelu_4M_f32", W.gelu_primitives, dict(n=1 << 22), 5),
         ("chain20_16_f64", W.chain20, dict(n=16), 300),
         ("mlp_step_b64", W.mlp_step, dict(batch=64), 20),
+        ("cnn_step_b64", W.cnn_step, dict(batch=64), 10),
     ]
     print("%-22s %12s %12s %12s  %s" % ("workload", "compiled", "eager", "torch", "ratios"))
     for name, make, sizes, reps in cases:

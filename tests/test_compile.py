@@ -809,3 +809,114 @@ def test_dropout_draws_a_new_mask_on_every_replay_like_eager():
         assert le == lc
         np.testing.assert_array_equal(ge.numpy(), gc.numpy())
     assert len({v for v, _ in runs["eager"]}) == 3  # three different masks
+
+
+def test_inplace_methods_and_setitem_are_replayed():
+    def f(x):
+        y = (x * 1).add_(1)
+        y.mul_(2)
+        t = T.zeros(2)
+        t[0] = 5.0
+        t += y
+        return y, t
+
+    cf = T.compile(f)
+    x = T.zeros(2)
+    for _ in range(3):
+        y, t = cf(x)
+        assert y.tolist() == [2.0, 2.0] and t.tolist() == [7.0, 2.0]
+    assert cf.stats["replays"] == 2
+
+
+def test_a_region_does_not_run_past_an_inplace_write_of_its_input():
+    # a region runs where its last op was: m.add_ between sigmoid and sum would change m first
+    def f(a):
+        m = a * 1.0
+        s = m.sigmoid()
+        m.add_(1)
+        return s.sum(), m
+
+    cf = T.compile(f)
+    a = T.tensor([0.0, 1.0], dtype=T.float64)
+    want = f(a)[0].item()
+    cf(a)
+    got, m = cf(a)
+    assert got.item() == want and m.tolist() == [1.0, 2.0]
+
+
+def test_grad_mode_switched_inside_the_function_is_replayed():
+    def f(x):
+        with T.no_grad():
+            x.add_(1)  # a leaf: allowed under no_grad only
+            y = x * 2
+        return y, x * 3
+
+    cf = T.compile(f)
+    x = T.zeros(2, requires_grad=True)
+    for i in range(3):
+        y, z = cf(x)
+        assert not y.requires_grad and z.requires_grad and T.is_grad_enabled()
+        assert x.tolist() == [i + 1.0] * 2
+    assert cf.stats["replays"] == 2
+
+
+@pytest.mark.parametrize("case", ["out", "raises", "saved_hooks"])
+def test_what_a_replay_cannot_do_runs_eagerly(case):
+    log = []
+
+    def f(x):
+        if case == "out":
+            o = T.zeros(2)
+            T.add(x, 1, out=o)
+            return o
+        if case == "raises":
+            y = x * 2
+            try:
+                y.sum().backward()  # x needs no grad: raises
+            except RuntimeError:
+                log.append("caught")
+            return y
+        with T.autograd.graph.saved_tensors_hooks(lambda t: log.append("pack") or t, lambda t: t):
+            y = x * x
+        return y
+
+    cf = T.compile(f)
+    x = T.ones(2, requires_grad=case == "saved_hooks")
+    for _ in range(3):
+        assert cf(x).tolist() == f(x).tolist()
+    assert cf.stats["replays"] == 0 and cf.stats["eager"] == 2
+    why = {"out": "out= argument", "raises": "raised RuntimeError",
+           "saved_hooks": "saved_tensors_hooks"}[case]  # fmt: skip
+    assert why in cf.explain()
+    if case != "out":
+        # the Python body ran every time (x * x packs two saved tensors)
+        assert len(log) == (12 if case == "saved_hooks" else 6)
+
+
+def test_nan_constants_fuse_and_a_nan_read_is_the_same_outcome():
+    def f(x):
+        v = x.sqrt().sum().item()  # NaN every call: one outcome, no graph break
+        return (x * float("nan") + float("inf")).sum(), v
+
+    cf = T.compile(f)
+    x = T.tensor([-1.0, 1.0])
+    for _ in range(3):
+        s, v = cf(x)
+        assert np.isnan(s.item()) and np.isnan(v)
+    assert cf.stats["resumes"] == 0 and cf.stats["replays"] == 2
+
+
+def test_an_eager_function_that_registers_hooks_stays_eager():
+    def f(x):
+        y = x * 2
+        y.register_hook(lambda g: g)
+        return np_tensor(y)  # untracked: runs eagerly
+
+    def np_tensor(y):
+        return T.Tensor._make(y.detach().numpy() + 0) if hasattr(T.Tensor, "_make") else y
+
+    cf = T.compile(f)
+    x = T.ones(2, requires_grad=True)
+    for _ in range(4):
+        cf(x)
+    assert cf.stats["captures"] == 1 and cf.stats["eager"] == 3

@@ -826,6 +826,16 @@ _COMPILED = [
         quick={"batch": 16},
         requires=_needs_compile,
     ),
+    Workload(
+        "compiled_cnn_step",
+        "nbgrad.compile: CNN (conv 1-16, conv 16-32, linear 800-10) SGD step, batch {batch}",
+        "compile",
+        "ms",
+        {"step": compiled(cnn_step)},
+        full={"batch": 64},
+        quick={"batch": 8},
+        requires=_needs_compile,
+    ),
 ]
 
 WORKLOADS = [

@@ -25,11 +25,13 @@ and nothing runs twice.  ``fullgraph=True`` raises at the first read instead.
 import os
 import warnings
 
+import numpy as np
+
 from .. import _flags
 from .._tensor import Tensor
 from ..grad_mode import STATE
 from ..utils.hooks import EPOCH
-from .capture import Capture, GraphBreak, Ref, Seq, refs, resolve, start, stop
+from .capture import Capture, GraphBreak, Ref, Seq, grad_mode, refs, resolve, start, stop
 from .fuse import fuse
 from .scalar import lower
 
@@ -64,6 +66,8 @@ class Record:
         # result, a value written in place; NOTE [graph breaks resume])
         reads = any(ev.kind == "read" for ev in events)
         self.drops = _last_uses(events, out, reads)
+        # grad mode switched inside the function (no_grad, inference_mode): set per event
+        self.modes = any(ev.mode != cap.entry_mode for ev in events)
 
     def replay(self, flat):
         vals = [None] * self.nvals
@@ -73,7 +77,19 @@ class Record:
     def run(self, vals):
         if len(vals) < self.nvals:
             vals.extend([None] * (self.nvals - len(vals)))
+        if not self.modes:
+            return self._run(vals)
+        entry = grad_mode()
+        try:
+            return self._run(vals, entry)
+        finally:
+            STATE.enabled, STATE.inference, STATE.shown = entry
+
+    def _run(self, vals, mode=None):
         for ev, drop in zip(self.events, self.drops):
+            if mode is not None and ev.mode != mode:
+                mode = ev.mode
+                STATE.enabled, STATE.inference, STATE.shown = mode
             if drop:
                 # NOTE [release values at their last use]: eager code drops an intermediate
                 # when its Python name is rebound, so only the graph keeps what backward
@@ -158,8 +174,22 @@ def _last_uses(events, out, may_resume=False):
 
 
 def _same(a, b):
+    """Whether a read saw the captured value again (NaN equals NaN: a NaN loss read every step
+    is the same outcome, not a new one)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is float:
+        return a == b or (a != a and b != b)
+    if type(a) in (list, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if type(a) is np.ndarray:
+        return (
+            a.dtype == b.dtype
+            and a.shape == b.shape
+            and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+        )
     try:
-        return bool(a == b) and type(a) is type(b)
+        return bool(a == b)
     except Exception:
         return False
 
@@ -266,7 +296,10 @@ class CompiledFunction:
         reason = self._eager.get(key)
         if reason is not None:
             self.stats["eager"] += 1
-            return self.fn(*args, **kwargs)
+            try:
+                return self.fn(*args, **kwargs)
+            finally:  # the hooks it registers are its own, not a reason to capture again
+                self._epoch = EPOCH[0]
         for rec in self._records.get(key, ()):
             try:
                 res = rec.replay(flat)
@@ -287,7 +320,10 @@ class CompiledFunction:
                 stacklevel=2,
             )
             self.stats["eager"] += 1
-            return self.fn(*args, **kwargs)
+            try:
+                return self.fn(*args, **kwargs)
+            finally:
+                self._epoch = EPOCH[0]
         self._last_key = key
         return self._capture(key, flat, args, kwargs)
 
@@ -295,7 +331,10 @@ class CompiledFunction:
         if len({id(t) for t in flat}) != len(flat):
             self._eager[key] = "the same tensor is passed as two arguments"
             self.stats["eager"] += 1
-            return self.fn(*args, **kwargs)
+            try:
+                return self.fn(*args, **kwargs)
+            finally:
+                self._epoch = EPOCH[0]
         cap = Capture(self.fullgraph)
         undo = start(cap)
         try:

@@ -34,6 +34,7 @@ import traceback
 from .. import _flags
 from .._tensor import Tensor
 from ..autograd.graph import Node
+from ..grad_mode import STATE
 from ..utils.hooks import RemovableHandle
 
 _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the nbgrad package
@@ -93,7 +94,7 @@ class Event:
     ``outs`` the template of the result, ``where`` the user's source line."""
 
     __slots__ = ("kind", "name", "fn", "args", "kwargs", "outs", "where", "guard", "value",
-                 "mutates", "region")  # fmt: skip
+                 "mutates", "region", "mode")  # fmt: skip
 
     def __init__(self, kind, name, fn, args, kwargs, outs, where):
         self.kind = kind
@@ -107,6 +108,7 @@ class Event:
         self.value = None
         self.mutates = ()
         self.region = None
+        self.mode = grad_mode()  # no_grad / inference_mode inside the function replay too
 
     def __repr__(self):
         return "%s %s(%s) -> %r" % (self.kind, self.name, _fmt(self.args), self.outs)
@@ -116,6 +118,11 @@ def _fmt(t):
     if isinstance(t, tuple):
         return ", ".join(_fmt(a) for a in t)
     return repr(t) if not isinstance(t, Tensor) else "const%s" % (tuple(t.shape),)
+
+
+def grad_mode():
+    """The grad-mode state an event ran under (``Record.run`` sets it again)."""
+    return (STATE.enabled, STATE.inference, STATE.shown)
 
 
 class Unreplayable(Exception):
@@ -222,6 +229,7 @@ class Capture:
         self.pre_existing = None  # ids of tensors alive before the capture
         self.boundary = set()  # values hooks/reads/calls see: never fused away
         self.thread = threading.get_ident()  # other threads' ops are not this function's
+        self.entry_mode = grad_mode()
         self.node_hooked = set()  # values whose grad_fn has hooks: their op stays its own node
         # resume mode (NOTE [graph breaks resume] in __init__.py): the raw events the replay
         # already ran, the replay's values, the read's new value, how far the function is
@@ -273,7 +281,7 @@ class Capture:
             raise AssertionError("nbgrad.compile: resuming needs %s's result, not kept" % name)
         # an op's value the replay fused away (a fused region's inner value) or released
         # after its last use: ops are deterministic functions of their arguments
-        res = self.unrecorded(fn, args, kwargs)
+        res = self.unrecorded(fn, args, kwargs, name)
         for i, obj in zip(want, _flat(res)):
             self.keep[i] = obj
             self.ids[id(obj)] = i
@@ -346,12 +354,21 @@ class Capture:
             self.problem = reason
 
     # -- events ----------------------------------------------------------------------------
-    def unrecorded(self, fn, args, kwargs):
-        """Run ``fn`` with nothing it does recorded (the flag off, ``inside`` raised)."""
+    def unrecorded(self, fn, args, kwargs, name="?"):
+        """Run ``fn`` with nothing it does recorded (the flag off, ``inside`` raised).  What
+        raises is not recorded, and a replay cannot stand in for the ``except`` that caught it:
+        such a function runs eagerly.  So does one that records under ``saved_tensors_hooks``
+        (their pack/unpack calls are not replayed)."""
+        if _flags._hook_contexts:
+            self.fail("a saved_tensors_hooks context is open (%s)" % user_line())
         self.inside += 1
         _flags.PROFILE = False
         try:
             return fn(*args, **kwargs)
+        except BaseException as e:
+            self.fail("%s raised %s during the capture (%s)" % (name, type(e).__name__,
+                                                                user_line()))  # fmt: skip
+            raise
         finally:
             _flags.PROFILE = True
             self.inside -= 1
@@ -365,18 +382,20 @@ class Capture:
         targs = self.template(args)
         tkw = self.template(kwargs) if kwargs else kwargs
         before = [(t, t._vc[0]) for t in _tensors(args) + _tensors(kwargs)]
-        res = self.unrecorded(fn, args, kwargs)
+        res = self.unrecorded(fn, args, kwargs, name)
         if type(res) in (bool, int, float):  # equal, allclose: a value read into Python
             return self._read_event(name, fn, targs, tkw, res)
         self.end_tail()
         ev = Event("op", name, fn, targs, tkw, self.result(res), None)
-        # (a constant made during the capture already failed in _const; one from before is
-        # modified on every replay as in eager mode)
-        ev.mutates = tuple(
-            self.ids[id(t)] for t, v in before if t._vc[0] != v and id(t) in self.ids
-        )
+        ev.mutates = self._mutated(before)
         self.events.append(ev)
         return res
+
+    def _mutated(self, before):
+        """The values whose version moved: written in place by the event.  (A constant made
+        during the capture already failed in _const; one from before is modified on every
+        replay as in eager mode.)"""
+        return tuple(self.ids[id(t)] for t, v in before if t._vc[0] != v and id(t) in self.ids)
 
     def call(self, name, fn, args, kwargs, boundary=True):
         """Anything else replayed by calling it again (see the module docstring)."""
@@ -391,9 +410,11 @@ class Capture:
                 i = self.ids.get(id(t))
                 if i is not None:
                     self.boundary.add(i)
-        res = self.unrecorded(fn, args, kwargs)
+        before = [(t, t._vc[0]) for t in _tensors(args) + _tensors(kwargs)]
+        res = self.unrecorded(fn, args, kwargs, name)
         self.end_tail()
         ev = Event("call", name, fn, targs, tkw, self.result(res), None)
+        ev.mutates = self._mutated(before)
         self.events.append(ev)
         return res
 
@@ -406,7 +427,7 @@ class Capture:
         if self.fullgraph:
             self._read_event(name, fn, None, None, None)
         targs = self.template((tensor,) + tuple(args))
-        v = self.unrecorded(fn, (tensor,) + tuple(args), {})
+        v = self.unrecorded(fn, (tensor,) + tuple(args), {}, "Tensor." + name)
         return self._read_event(name, fn, targs, None, v)
 
     def _read_event(self, name, fn, targs, tkw, v):
@@ -526,6 +547,36 @@ def _node_patch(cap, kind, orig):
     return patched
 
 
+def _inplace_methods():
+    """Tensor's in-place methods (``add_``, ``zero_``, ``uniform_``, ``__setitem__``,
+    ``__iadd__``, ...): recorded as calls, so the write happens again on replay (only the
+    out-of-place op inside them reaches the profiler flag)."""
+    return tuple(
+        n
+        for n, v in Tensor.__dict__.items()
+        if callable(v)
+        and n not in _TENSOR_CALLS
+        and (
+            (n.endswith("_") and not n.startswith("_"))
+            or n == "__setitem__"
+            or (n.startswith("__i") and n[3:-2] in _BINARY_DUNDERS)
+        )
+    )
+
+
+_BINARY_DUNDERS = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and",
+                   "or", "xor", "lshift", "rshift")  # fmt: skip
+
+
+def _out_patch(cap, orig):
+    def patched(res, out, *args, **kwargs):
+        if out is not None and not cap.inside and not cap._resuming():
+            cap.fail("an out= argument is not recorded (%s)" % user_line())
+        return orig(res, out, *args, **kwargs)
+
+    return patched
+
+
 def _remove_patch(cap, orig):
     def patched(self):
         if cap.inside or id(self) not in cap.ids:
@@ -552,8 +603,14 @@ def start(cap):
 
     for n in _READS:
         patch(Tensor, n, _read_patch(cap, n, getattr(Tensor, n)))
-    for n in _TENSOR_CALLS:
+    for n in _TENSOR_CALLS + _inplace_methods():
         patch(Tensor, n, _call_patch(cap, "Tensor." + n, getattr(Tensor, n)))
+    # an out= write happens after the recorded op returns (registry's public functions)
+    from ..ops import pointwise_fns, registry  # cycle: compile sits above ops
+
+    for mod, n in ((registry, "write_out"), (pointwise_fns, "write_out"),
+                   (functional, "_write_out")):  # fmt: skip
+        patch(mod, n, _out_patch(cap, getattr(mod, n)))
     for n in ("register_hook", "register_prehook"):
         patch(Node, n, _node_patch(cap, n, getattr(Node, n)))
     grad = Tensor.__dict__["grad"]

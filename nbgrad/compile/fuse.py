@@ -76,6 +76,17 @@ def fusible(ev, vals):
     return all(type(v) in (int, float) for v in attrs)
 
 
+def _num(v):
+    """A Python number as kernel source: ``nan``/``inf`` as numpy's names (a bare ``nan`` is
+    no name in the generated module)."""
+    f = float(v)
+    if f != f:
+        return "np.nan"
+    if f in (float("inf"), float("-inf")):
+        return "np.inf" if f > 0 else "(-np.inf)"
+    return repr(f)
+
+
 def _key(a):
     """The identity of an operand: a value index, or ``('c', id)`` for a constant tensor."""
     return a.i if isinstance(a, Ref) else ("c", id(a))
@@ -105,9 +116,9 @@ class Region:
             op, operands, attrs = _operands(ev)
             env = {}
             for argname, a in zip(op.args, operands):
-                env[argname] = name[_key(a)] if type(a) not in (int, float) else repr(float(a))
+                env[argname] = name[_key(a)] if type(a) not in (int, float) else _num(a)
             for attr, v in zip(op.attrs, attrs):
-                env[attr] = repr(float(v)) if type(v) is float else repr(v)
+                env[attr] = _num(v) if type(v) is float else repr(v)
             tname = "t%d" % n
             self.fwd_stmts.append((tname, _subst(op.formula, env)))
             name[ev.outs.i] = tname
@@ -153,9 +164,9 @@ class Region:
             parts = partials_of(op)
             env = {"g": gname, "out": "t%d" % n}
             for argname, a in zip(op.args, operands):
-                env[argname] = name[_key(a)] if type(a) not in (int, float) else repr(float(a))
+                env[argname] = name[_key(a)] if type(a) not in (int, float) else _num(a)
             for attr, v in zip(op.attrs, attrs):
-                env[attr] = repr(float(v)) if type(v) is float else repr(v)
+                env[attr] = _num(v) if type(v) is float else repr(v)
             for j, a in enumerate(operands):
                 if type(a) in (int, float) or parts[j] is None:
                     continue
@@ -340,6 +351,11 @@ def fuse(cap, outputs_used):
     for n, ev in enumerate(events):
         for r in refs((ev.args, ev.kwargs)):
             uses.setdefault(r, []).append(n)
+    # a region runs where its last event was: no call (an optimizer step, backward) or
+    # in-place write may lie between two of its events, or an input could change under it
+    impure = [0]
+    for ev in events:
+        impure.append(impure[-1] + (ev.kind == "call" or bool(ev.mutates)))
     internal = set()
     for v, n in producer.items():
         us = uses.get(v, [])
@@ -349,6 +365,8 @@ def fuse(cap, outputs_used):
             and v not in cap.boundary
             and all((ok[u] or u in ends) and u > n for u in us)
             and len(set(us)) == len(us) == 1  # one consumer: one result per region
+            and impure[us[0]] == impure[n + 1]  # nothing impure in between
+            and events[us[0]].mode == events[n].mode  # one grad mode
         ):
             internal.add(v)
     # union events joined by internal values; each group is a region with one result
@@ -390,6 +408,7 @@ def fuse(cap, outputs_used):
         ev = Event("fused", "fused[%d]" % len(evs), reg.run, tuple(operands), None, Ref(res),
                    None)  # fmt: skip
         ev.region = reg
+        ev.mode = events[last].mode
         placed[last] = ev
         for n in ns:
             placed.setdefault(n, None)
