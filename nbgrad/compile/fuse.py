@@ -268,7 +268,7 @@ def _call(kern, arrays):
     result's shape or a broadcast scalar (sum's gradient) and the work is large enough to pay
     for the checks (NOTE [loop kernels]: transcendentals vectorise there, not in the ufunc)."""
     a0 = arrays[0]
-    if a0.size >= 4096:
+    if max([a.size for a in arrays]) >= 4096:  # (the gradient of a closing sum is 0-d)
         shape = np.broadcast_shapes(*[a.shape for a in arrays])
         flat = _flat(arrays, shape)
         if flat and any(type(f) is np.ndarray for f in flat):

@@ -391,24 +391,26 @@ def fused_source(params, stmts, dtype):
 
 def _sum_kernel(params):
     """``kr(n, *params)``: the sum of ``f`` over ``n`` elements, for a fused region ending in
-    a whole-tensor sum: float64 with 16 interleaved partial sums, as reduce.py's ``_row_sum``
-    (``at`` reads a contiguous 1-D buffer or a scalar, as in the loop kernel)."""
+    a whole-tensor sum (operands as the loop kernel takes them).  Blocks of 4096: the loop
+    kernel ``kl`` into a buffer, then reduce.py's ``_row_sum`` (16 float64 partial sums), so
+    no result array is written.  Computing ``f`` inside the summing loop, or with an offset
+    index, kept LLVM from vectorising the transcendentals: 1.3-1.6x slower than ``kl`` and a
+    separate sum (docs/performance.md, "nbgrad.compile")."""
     fm = "set(%r)" % sorted(FASTMATH)
     plist = ", ".join(params)
     return [
+        "from nbgrad.kernels.cpu.vformula import sl",
+        "from nbgrad.kernels.cpu.reduce import _row_sum",
+        "",
         "@njit(nogil=True, error_model='numpy', fastmath=%s, cache=%s)"
         % (fm, _config.USE_DISK_CACHE),
         "def kr(n_, %s):" % plist,
-        "    acc = np.zeros(16, np.float64)",
-        "    nb = n_ - n_ % 16",
-        "    for k in range(0, nb, 16):",
-        "        for j in range(16):",
-        "            acc[j] += f(%s)" % ", ".join("at(%s, k + j)" % p for p in params),
+        "    buf = np.empty(4096, T)",
         "    s = 0.0",
-        "    for j in range(16):",
-        "        s += acc[j]",
-        "    for k in range(nb, n_):",
-        "        s += f(%s)" % ", ".join("at(%s, k)" % p for p in params),
+        "    for b in range(0, n_, 4096):",
+        "        m = min(4096, n_ - b)",
+        "        kl(buf[:m], %s)" % ", ".join("sl(%s, b, m)" % p for p in params),
+        "        s += _row_sum(buf, m)",
         "    return s",
         "",
     ]

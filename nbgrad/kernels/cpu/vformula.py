@@ -196,3 +196,16 @@ def _at_typed(a, i):
     if isinstance(a, types.Array):
         return lambda a, i: a[i]
     return lambda a, i: a
+
+
+def sl(a, b, m):
+    """``a[b:b + m]`` for an array, ``a`` itself for a scalar: a block of a loop kernel's
+    operand (the fused sum kernel, kernels/build.py ``_sum_kernel``)."""
+    return a[b : b + m]
+
+
+@overload(sl, inline="always")
+def _sl_typed(a, b, m):
+    if isinstance(a, types.Array):
+        return lambda a, b, m: a[b : b + m]
+    return lambda a, b, m: a
