@@ -354,7 +354,7 @@ class CompiledFunction:
             self._epoch = EPOCH[0]
             return res
         used = set(refs(out))
-        lowered = lower(cap, out) if not reads else None
+        lowered = lower(cap, out, len(flat)) if not reads else None
         if lowered is not None:  # a small scalar step: one Numba function (compile/scalar.py)
             fused, prog = lowered
             rec = Record(cap, len(flat), out, fused, [prog])

@@ -16,8 +16,10 @@ flag per value), as the engine never runs a node without a gradient; so a zero g
 meets an infinite partial.
 
 A small elementwise step (every computed value of one shape of at most ``_MAX_ELEMENTS``
-elements, constant leaves of that shape read element by element, ending in ``sum()`` and its
-``backward()``) is the same tape run once per element: ``load`` rows carry a stride.
+elements, leaves of that shape read element by element, ending in ``sum()`` and its
+``backward()``) is the same tape run once per element: ``load`` rows carry a stride.  Leaves
+are constant tensors (parameters, globals) or the function's arguments: the ``whole_step``
+event passes this call's leaves to ``ScalarProgram.backward``.
 
 Lowered only when nothing can observe the difference (``lower`` returns None otherwise): the
 step ends in one ``backward()`` of a 0-d value with no arguments, no value escapes (the step
@@ -47,7 +49,7 @@ class ScalarProgram:
 
     def __init__(self, leaves, prog, idx, load, consts, nvals, root, fn, src, dtype, nel):
         self.nel = nel  # elements: the program runs once per element (1: a scalar step)
-        self.leaves = leaves
+        self.leaves = leaves  # at the capture: constants, and arguments (passed to backward)
         self.prog, self.idx, self.load = prog, idx, load
         self.consts = consts  # (slot, value) preset in every run
         self.nvals = nvals
@@ -61,43 +63,45 @@ class ScalarProgram:
         return "whole-step tape: %d instructions over %d values, %d leaf tensor(s)\n%s" % (
             self.prog.shape[0], self.nvals, len(self.leaves), self.src)  # fmt: skip
 
-    def backward(self, root):
-        """Replaces ``root.backward()``: run the tape, accumulate into the leaves."""
-        for t in self.leaves:
+    def backward(self, root, *leaves):
+        """Replaces ``root.backward()``: run the tape, accumulate into ``leaves`` (this call's
+        tensors for the capture's ``self.leaves``: constants, or the function's arguments)."""
+        for t in leaves:
             if t._hooks or t._post_acc_hooks or t._grad_fn is not None:
                 raise RuntimeError("nbgrad.compile: a leaf of a lowered step changed")
         v = np.empty(self.nvals, self.np)
         for slot, c in self.consts:
             v[slot] = c
-        lv = np.concatenate([t._data.reshape(-1) for t in self.leaves])
+        lv = np.concatenate([t._data.reshape(-1) for t in leaves])
         gl = self.fn(self.prog, self.idx, self.load, lv, v, self.root, self.nel)
         start = 0
-        for t, n in zip(self.leaves, self.sizes):
+        for t, n in zip(leaves, self.sizes):
             g = gl[start : start + n].reshape(t.shape)
             start += n
             if not t._requires_grad:
                 continue
             old = t.grad
             if old is None:
-                t.grad = Tensor._make(g.copy() if len(self.leaves) > 1 else g)
+                t.grad = Tensor._make(g.copy() if len(leaves) > 1 else g)
             else:
                 np.add(old._data, g, out=old._data)
                 old._vc[0] += 1
 
 
-def lower(cap, out):
+def lower(cap, out, ninputs):
     """``(events, ScalarProgram)`` replacing ``cap``'s record, or None when it does not
-    qualify (see the module docstring)."""
+    qualify (see the module docstring).  Values below ``ninputs`` are the arguments."""
     if refs(out):
         return None
     try:
-        return _lower(cap)
+        return _lower(cap, ninputs)
     except _NotLowerable:
         return None
 
 
-def _lower(cap):
+def _lower(cap, ninputs):
     vals = cap.keep
+    tmpls = []  # per leaf: the tensor (a constant) or the argument's Ref
     slot_of = {}  # value index -> slot, or list of slots for a vector
     consts = []
     kinds, kind_of = [], {}
@@ -109,14 +113,21 @@ def _lower(cap):
     shape = None  # vector mode: every computed value has this shape, one program per element
     sums = {}  # value index -> slot summed (vector mode: the root of the backward)
 
-    def leaf(t, stride):
+    def leaf(a):
+        """A leaf operand (a constant tensor or an argument's Ref): its base in the leaves'
+        concatenated values."""
+        t = vals[a.i] if isinstance(a, Ref) else a
         if t._grad_fn is not None or type(t._data) is not np.ndarray:
             raise _NotLowerable
         check(t)
         if id(t) not in leaf_base:
             leaf_base[id(t)] = sum(x._data.size for x in leaves)
             leaves.append(t)
+            tmpls.append(a)
         return leaf_base[id(t)]
+
+    def is_arg(a):
+        return isinstance(a, Ref) and a.i < ninputs and isinstance(vals[a.i], Tensor)
 
     def new_slot():
         nslots[0] += 1
@@ -132,16 +143,17 @@ def _lower(cap):
             raise _NotLowerable
 
     def scalar(a):
-        if isinstance(a, Ref):
+        if isinstance(a, Ref) and not is_arg(a):
             s = slot_of.get(a.i)
             if type(s) is not int:
                 raise _NotLowerable
             return s
-        if isinstance(a, Tensor):  # vector mode: a constant leaf read element by element
-            if shape is None or tuple(a.shape) != shape or not a._data.flags.c_contiguous:
+        if isinstance(a, (Tensor, Ref)):  # vector mode: a leaf read element by element
+            t = vals[a.i] if isinstance(a, Ref) else a
+            if shape is None or tuple(t.shape) != shape or not t._data.flags.c_contiguous:
                 raise _NotLowerable
             s = new_slot()
-            load.append((leaf(a, 1), s, 1))
+            load.append((leaf(a), s, 1))
             return s
         if type(a) in (int, float):
             s = new_slot()
@@ -192,14 +204,16 @@ def _lower(cap):
                 raise _NotLowerable
             if ev.name == "unbind" and ev.args[1:] in ((), (0,)) and not ev.kwargs:
                 src = ev.args[0]
-                if isinstance(src, Ref):
+                if isinstance(src, Ref) and not is_arg(src):
                     vec = slot_of.get(src.i)
                     if type(vec) is not list:
                         raise _NotLowerable
                 else:
-                    if not isinstance(src, Tensor) or src.ndim != 1:
+                    t = vals[src.i] if isinstance(src, Ref) else src
+                    if not isinstance(t, Tensor) or t.ndim != 1:
                         raise _NotLowerable
-                    base = leaf(src, 0)
+                    base = leaf(src)
+                    src = t
                     vec = [new_slot() for _ in range(src.shape[0])]
                     load.extend((base + j, s, 0) for j, s in enumerate(vec))
                 items = ev.outs.items if type(ev.outs) is Seq else ev.outs
@@ -251,7 +265,8 @@ def _lower(cap):
     events = []
     for n, ev in enumerate(cap.events):
         if n == backward_at:
-            call = Event("call", "whole_step", prog_.backward, ev.args, None, None, None)
+            args = tuple(ev.args) + tuple(tmpls)
+            call = Event("call", "whole_step", prog_.backward, args, None, None, None)
             call.region = prog_
             events.append(call)
         elif ev.kind == "call":
