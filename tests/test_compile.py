@@ -926,21 +926,7 @@ def test_an_eager_function_that_registers_hooks_stays_eager():
 def test_tape_leaves_may_be_the_functions_arguments():
     # the scalar graph with its leaf passed in: lowered, and each call reads this call's leaf
     # (values may change between calls; shapes are guarded)
-    plan = W._scalar_plan(12, 60)
-
-    def step(x):
-        nodes = list(x.unbind(0))
-        for kind, idx in plan:
-            if kind == 0:
-                nodes.append(T.nn.functional.softplus(nodes[idx[0]]))
-            elif kind == 1:
-                nodes.append(sum([nodes[i] for i in idx]))
-            elif kind == 2:
-                nodes.append(nodes[idx[0]] * nodes[idx[1]])
-            else:
-                nodes.extend(T.softmax(T.stack(nodes[-4:]), 0).unbind(0))
-        nodes[-1].backward()
-
+    step = W.scalar_step(T, 12, 60)
     cf = T.compile(step)
     for k in range(3):
         data = np.linspace(-1, 1, 12) * (k + 1)

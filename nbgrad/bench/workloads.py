@@ -244,10 +244,16 @@ def scalar_graph_parts(T, n_inputs, n_ops, dtype=None):
     """``(x, step)``: the leaf (``n_inputs`` values of an arange) and the forward + backward of
     the scalar graph (``scalar_graph``), which accumulates into ``x.grad``."""
     x = (T.arange(n_inputs, dtype=dtype) / n_inputs).requires_grad_()
+    step_of = scalar_step(T, n_inputs, n_ops)
+    return x, lambda: step_of(x)
+
+
+def scalar_step(T, n_inputs, n_ops):
+    """The scalar graph's forward + backward as a function of its leaf ``x``."""
     plan = _scalar_plan(n_inputs, n_ops)
     softplus = T.nn.functional.softplus
 
-    def step():
+    def step(x):
         nodes = list(x.unbind(0))
         for kind, idx in plan:
             if kind == 0:
@@ -260,7 +266,7 @@ def scalar_graph_parts(T, n_inputs, n_ops, dtype=None):
                 nodes.extend(T.softmax(T.stack(nodes[-4:]), 0).unbind(0))
         nodes[-1].backward()
 
-    return x, step
+    return step
 
 
 def scalar_graph(T, n_inputs, n_ops):
