@@ -13,6 +13,11 @@ module, the identity of its parameters; and no hook registered or removed anywhe
 last call (``utils.hooks.EPOCH``).  A failed guard captures again, up to ``cache_size`` records
 per function; then the function runs eagerly with a warning that names the guard.
 
+NOTE [a graph break at untracked code]: a tensor made during the capture by code it does not
+record (capture.py ``_const``) would be a stale constant in a replay; the record ends before
+the first event that uses it, with a ``break`` event, and a replay that reaches the break
+resumes (below) without recording: the rest of the function runs eagerly on every call.
+
 NOTE [reads are guards]: a tensor value read into Python (``.item()``, ``bool(t)``,
 ``torch.equal``, ...) while capturing may steer the function's Python control flow, which the
 replay does not run -- even a read with nothing recorded after it (``v = loss.item(); return v
@@ -31,7 +36,18 @@ from .. import _flags
 from .._tensor import Tensor
 from ..grad_mode import STATE
 from ..utils.hooks import EPOCH
-from .capture import Capture, GraphBreak, Ref, Seq, grad_mode, refs, resolve, start, stop
+from .capture import (
+    Capture,
+    Event,
+    GraphBreak,
+    Ref,
+    Seq,
+    grad_mode,
+    refs,
+    resolve,
+    start,
+    stop,
+)
 from .fuse import fuse
 from .scalar import lower
 
@@ -64,7 +80,7 @@ class Record:
         self.branches = {}  # id(late read event) -> [(value, continuation or None)]
         # a program that may resume keeps what resume mode cannot make again (a call's
         # result, a value written in place; NOTE [graph breaks resume])
-        reads = any(ev.kind == "read" for ev in events)
+        reads = any(ev.kind in ("read", "break") for ev in events)
         self.drops = _last_uses(events, out, reads)
         # grad mode switched inside the function (no_grad, inference_mode): set per event
         self.modes = any(ev.mode != cap.entry_mode for ev in events)
@@ -98,6 +114,8 @@ class Record:
                 # fresh pages (the CNN step ran 1.4x slower than eager before this).
                 for i in drop:
                     vals[i] = None
+            if ev.kind == "break":  # NOTE [a graph break at untracked code]
+                raise _Resume(self, ev, None, vals)
             if ev.kind == "read":
                 if ev.kwargs:
                     v = ev.fn(*resolve(ev.args, vals), **resolve(ev.kwargs, vals))
@@ -120,8 +138,10 @@ class Record:
         return resolve(self.out, vals)
 
     def script(self, ev):
-        """The raw events up to and including ``ev`` (a read of this record), from the start
-        of the whole program."""
+        """The raw events up to and including ``ev`` (a read of this record, or its closing
+        break), from the start of the whole program."""
+        if ev.kind == "break":
+            return self.prefix + self.raw
         for n, e in enumerate(self.raw):
             if e is ev:
                 return self.prefix + self.raw[: n + 1]
@@ -346,7 +366,13 @@ class CompiledFunction:
             clean = cap.end_tail()
             stop(undo)
         self.stats["captures"] += 1
-        reads = _mark_guards(cap.events, clean)
+        brk = None
+        if cap.break_at is not None:  # NOTE [a graph break at untracked code]
+            cap.events = cap.events[: cap.break_at]
+            out, clean = None, False  # Python goes on past the record: every read guards
+            brk = Event("break", "graph break", None, (), None, None, None)
+            brk.value = cap.break_why
+        reads = _mark_guards(cap.events, clean) or brk is not None
         if cap.problem is not None:
             self._eager[key] = cap.problem
             if _debug():
@@ -360,7 +386,7 @@ class CompiledFunction:
             rec = Record(cap, len(flat), out, fused, [prog])
         else:
             fused, regions = fuse(cap, used)
-            rec = Record(cap, len(flat), out, fused, regions)
+            rec = Record(cap, len(flat), out, fused + ([brk] if brk else []), regions)
         self._records.setdefault(key, []).append(rec)
         self._epoch = EPOCH[0]
         if _debug():
@@ -380,6 +406,8 @@ class CompiledFunction:
         continuation; other values resume eagerly every time."""
         while True:
             self.stats["resumes"] += 1
+            if r.ev.kind == "break":  # the rest is untracked code: always eager
+                return self._resume_capture(r, [], False, args, kwargs)
             branches = r.rec.branches.setdefault(id(r.ev), [])
             cont = _MISSING
             for value, c in branches:
@@ -398,8 +426,10 @@ class CompiledFunction:
 
     def _resume_capture(self, r, branches, record, args, kwargs):
         script = r.rec.script(r.ev)
+        if not script:  # nothing recorded before the break: the function as it is
+            return self.fn(*args, **kwargs)
         cap = Capture(self.fullgraph)
-        cap.resume(script, r.vals, r.value, record)
+        cap.resume(script, r.vals, r.value, record, r.ev.kind == "read")
         undo = start(cap)
         try:
             res = self.fn(*args, **kwargs)
@@ -455,7 +485,11 @@ def _explain_record(r, lines, what):
         lines.append("  " + repr(ev) + ("  [guard]" if ev.guard else ""))
     lines.append("replayed program:")
     for ev in r.events:
-        lines.append("  " + repr(ev))
+        if ev.kind == "break":
+            lines.append("  graph break: %s; the rest runs eagerly (resumed on every call)"
+                         % ev.value)  # fmt: skip
+        else:
+            lines.append("  " + repr(ev))
     for reg in r.regions:
         lines.append(reg.explain())
     for ev in r.raw:

@@ -240,14 +240,17 @@ class Capture:
         self.recording = True  # False: resume mode stops at the read (the rest runs eagerly)
         self.undo = None  # start's undo list
         self.outer = None  # the frame that called the captured function
+        self.break_at = None  # events recorded before untracked code (NOTE [a graph break...])
+        self.break_why = None
         self.tail = None  # a _TailWatch since the last read, until the next recorded event
 
-    def resume(self, script, vals, value, record=True):
+    def resume(self, script, vals, value, record=True, at_read=True):
         """Resume mode: the function runs again from the start; each recorded call up to
         ``script``'s last event (the read that saw ``value``) returns what the replay made,
         without running again; what follows is captured as usual, or with ``record`` False
         runs eagerly with nothing patched."""
         self.recording = record
+        self.at_read = at_read  # the script ends in the read that saw ``value`` (not a break)
         self.script = script
         self.rvalue = value
         self.keep = list(vals)
@@ -266,10 +269,10 @@ class Capture:
                 "call" % (name, ev.name, user_line())
             )
         self.pos += 1
+        if self.pos == len(self.script) and not self.recording:
+            stop(self.undo)  # the rest of the function runs as eager code
         if ev.kind == "read":
-            v = self.rvalue if self.pos == len(self.script) else ev.value
-            if self.pos == len(self.script) and not self.recording:
-                stop(self.undo)  # the rest of the function runs as eager code
+            v = self.rvalue if self.at_read and self.pos == len(self.script) else ev.value
             if ev.outs is not None:
                 self.keep[ev.outs.i] = v
                 self.ids[id(v)] = ev.outs.i
@@ -326,10 +329,15 @@ class Capture:
 
     def _const(self, t):
         if id(t) not in self.pre_existing:
-            self.fail(
-                "a tensor made by code nbgrad.compile does not record is used (%s, shape %s)"
-                % (user_line(), tuple(t.shape))
-            )
+            # NOTE [a graph break at untracked code]: the record ends before the first event
+            # that uses it; a replay runs that much, then resumes (the function runs again,
+            # the recorded part answered from the replay, the rest eagerly)
+            why = "a tensor made by code nbgrad.compile does not record is used (%s, shape %s)"
+            why %= (user_line(), tuple(t.shape))
+            if self.fullgraph:
+                self.fail(why)
+            if self.break_at is None:
+                self.break_at, self.break_why = len(self.events), why
         self.consts[id(t)] = t
         return t
 
@@ -340,6 +348,8 @@ class Capture:
         if t is tuple or t is list:
             r = [self.result(a) for a in res]
             return tuple(r) if t is tuple else r
+        if t is dict:  # a module's dict output
+            return {k: self.result(v) for k, v in res.items()}
         if isinstance(res, tuple):
             return Seq(t, tuple(self.result(a) for a in res))
         if isinstance(res, Tensor) or t is RemovableHandle:
@@ -626,6 +636,14 @@ def start(cap):
         return cap.call("Tensor.grad=", grad.fset, (t, value), {})
 
     patch(Tensor, "grad", property(grad_get, grad_set, grad.fdel))
+    version = Tensor.__dict__["_version"]
+
+    def version_get(t):  # a value read into Python: resume mode answers the capture's value
+        if cap.inside:
+            return version.fget(t)
+        return cap.read("_version", version.fget, t, ())
+
+    patch(Tensor, "_version", property(version_get))
     patch(RemovableHandle, "remove", _remove_patch(cap, RemovableHandle.remove))
     for n in ("backward", "grad"):
         patch(autograd, n, _call_patch(cap, "autograd." + n, getattr(autograd, n)))
