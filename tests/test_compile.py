@@ -1,6 +1,7 @@
 """nbgrad.compile: capture, replay, fusion, hooks as breakpoints, guards, reads, errors."""
 
 import sys
+import types
 import warnings
 
 import numpy as np
@@ -415,32 +416,34 @@ def test_resume_without_a_continuation_for_values_past_the_cache_size():
     assert "runs eagerly (resumed each time)" in cf.explain()
 
 
-def test_resume_recomputes_a_value_the_replay_fused_away():
+def test_a_program_that_may_resume_keeps_every_value_unfused():
+    # NOTE [a program that may resume keeps every value]: the continuation uses ``a``, which
+    # fusion would have made an inner value of a region (never computed on its own)
     w = T.ones(3, dtype=T.float64, requires_grad=True)
 
     def f(x, log):
         a = x * 2
-        b = a.exp().sin()  # a is inside a fused region in the first record
+        b = a.exp().sin()
         (b * w).sum().backward()
         if w.grad.sum().item() < 0:
-            log.append(a)
-            return a + 1  # the continuation needs a: it resumes eagerly each time
+            log.runs += 1  # (an object: a list argument is guarded by its contents)
+            return a + 1
         return b
 
     cf = T.compile(f)
     x = T.tensor([0.1, 0.2, 0.3], dtype=T.float64)
-    log = []
+    log = types.SimpleNamespace(runs=0)
     first = cf(x, log)  # w.grad.sum() > 0: returns b
-    assert log == []
+    assert log.runs == 0
     w.grad = -w.grad * 100  # flip the outcome for the next calls
-    for _ in range(2):
+    for _ in range(3):
         out = cf(x, log)
         np.testing.assert_allclose(out.numpy(), 2 * x.numpy() + 1)
-    assert len(log) == 2 and first.shape == (3,)
+    assert log.runs == 3 and first.shape == (3,)  # w.grad grows: a new value every call
     rec = next(iter(cf._records.values()))[0]
-    assert [len(r.events) for r in rec.regions] == [3, 2]  # x*2 -> exp -> sin; b*w -> sum
+    assert rec.regions == [] and all(d == () for d in rec.drops)
     (branches,) = rec.branches.values()
-    assert branches[0][1] is None  # resumed eagerly: the fused-away value is not kept
+    assert len(branches) == 3 and all(c is not None for _, c in branches)
 
 
 def test_resume_raises_when_the_path_before_the_read_changes():
@@ -499,7 +502,7 @@ def test_untracked_code_is_a_graph_break_after_a_compiled_prefix():
     assert cf.stats["captures"] == 1 and cf.stats["replays"] == 2 and cf.stats["resumes"] == 2
     assert len(log) == 3  # the Python after the break runs on every call
     rec = next(iter(cf._records.values()))[0]
-    assert [ev.kind for ev in rec.events] == ["fused", "break"]
+    assert [ev.kind for ev in rec.events] == ["op", "op", "break"]  # kept, not fused
     assert "graph break: a tensor made by code nbgrad.compile does not record" in cf.explain()
     with pytest.raises(GraphBreak, match="does not record"):
         T.compile(f, fullgraph=True)(x)
@@ -980,3 +983,116 @@ def test_tape_leaves_may_be_the_functions_arguments():
         np.testing.assert_allclose(w.grad.numpy(), w2.grad.numpy(), rtol=1e-13)
     rec = next(iter(ce._records.values()))[0]
     assert [ev.name for ev in rec.events] == ["whole_step"] and ce.stats["replays"] == 2
+
+
+def test_resume_answers_values_made_before_later_side_effects():
+    # NOTE [a program that may resume keeps every value]: a value computed again at the
+    # resume would see the in-place write / optimizer step that came after it
+    def f(x):
+        y = x * 2
+        x.add_(1)
+        if x.sum().item() > 5:
+            return y + 1
+        return x * 1
+
+    cf = T.compile(f)
+    for v in (0.0, 5.0, 5.0, 5.0):
+        a, b = T.full((3,), v), T.full((3,), v)
+        assert cf(a).tolist() == f(b).tolist() and a.tolist() == b.tolist()
+
+    w = T.ones(3, requires_grad=True)
+    we = T.ones(3, requires_grad=True)
+
+    def step_of(w, opt):
+        def step(x):
+            opt.zero_grad()
+            loss = (x * w).sum()
+            loss.backward()
+            opt.step()
+            return loss + T.Tensor._make(np.zeros((), np.float32))  # untracked: a break
+
+        return step
+
+    cs = T.compile(step_of(w, T.optim.SGD([w], lr=0.1)))
+    es = step_of(we, T.optim.SGD([we], lr=0.1))
+    for _ in range(4):
+        assert cs(T.ones(3)).item() == es(T.ones(3)).item()
+
+    def g(x):
+        y = x * 2
+        y.retain_grad()
+        loss = y.sum()
+        loss.backward()
+        if loss.item() > 10:
+            return y.grad
+        return None
+
+    cg = T.compile(g)
+    x = T.ones(3, requires_grad=True)
+    assert cg(x) is None
+    for _ in range(3):
+        assert cg(T.full((3,), 5.0, requires_grad=True)).tolist() == [1.0, 1.0, 1.0]
+
+
+def test_a_resume_leaves_the_profiler_flag_off():
+    from nbgrad import _flags
+
+    def f(x):
+        y = x * 2
+        return y + T.Tensor._make(np.ones(3, np.float32))
+
+    cf = T.compile(f)
+    for _ in range(3):
+        assert cf(T.ones(3)).tolist() == [3.0] * 3
+        assert _flags.PROFILE is False and _flags.CAPTURE is None
+
+
+def test_a_hook_writing_one_inputs_gradient_in_place_leaves_the_others():
+    # eager gives a and b separate gradient arrays here: no shared kernel result
+    a = T.full((2000,), 0.5, requires_grad=True)
+    b = T.full((2000,), 0.25, requires_grad=True)
+    a.register_hook(lambda g: g.mul_(3))
+
+    def f():
+        loss = T.relu(a * 1.0 + b * 1.0).sum()
+        loss.backward()
+
+    cf = T.compile(f)
+    for i in range(3):
+        cf()
+        assert (a.grad[0].item(), b.grad[0].item()) == (3.0 * (i + 1), i + 1.0)
+
+
+def test_an_active_tracer_keeps_seeing_the_function():
+    lines = []
+
+    def tracer(frame, event, arg):
+        if frame.f_code.co_name == "f" and event == "line":
+            lines.append(frame.f_lineno)
+        return tracer
+
+    def f(x):
+        v = x.sum().item()
+        w = 1
+        return v + w
+
+    cf = T.compile(f)
+    sys.settrace(tracer)
+    try:  # under a tracer the read stays a guard: the second call resumes, running f again
+        got = [cf(T.ones(2) * k) for k in (1, 2)]
+        f(T.ones(2))
+    finally:
+        sys.settrace(None)
+    assert got == [3.0, 5.0] and len(lines) == 9 and lines[:3] == lines[3:6] == lines[6:]
+
+
+def test_values_formatted_into_strings_and_data_dependent_shapes_are_guards():
+    def f(x):
+        n = x.nonzero().shape[0]
+        return str(x.sum()), f"{x.max()}", T.zeros(n) + 1, x[x > 0].shape[0] * T.ones(1)
+
+    cf = T.compile(f)
+    for v in ([1.0, 0.0, 0.0], [1.0, 2.0, 0.0], [1.0, 2.0, 3.0], [0.0, 0.0, 0.0], [1.0, 2, 0]):
+        got, want = cf(T.tensor(v)), f(T.tensor(v))
+        assert got[:2] == want[:2]
+        assert [t.tolist() for t in got[2:]] == [t.tolist() for t in want[2:]]

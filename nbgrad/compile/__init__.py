@@ -68,7 +68,7 @@ class Record:
     """One captured program for one guard key; a *continuation* (``prefix`` non-empty) is the
     rest of a program after one outcome of a read that came after side effects."""
 
-    def __init__(self, cap, ninputs, out, events, regions, prefix=()):
+    def __init__(self, cap, ninputs, out, events, regions, prefix=(), may_resume=False):
         self.nvals = cap.nvals
         self.ninputs = ninputs
         self.out = out
@@ -78,10 +78,12 @@ class Record:
         self.consts = len(cap.consts)
         self.prefix = list(prefix)  # the raw events before this record's own
         self.branches = {}  # id(late read event) -> [(value, continuation or None)]
-        # a program that may resume keeps what resume mode cannot make again (a call's
-        # result, a value written in place; NOTE [graph breaks resume])
-        reads = any(ev.kind in ("read", "break") for ev in events)
-        self.drops = _last_uses(events, out, reads)
+        # NOTE [a program that may resume keeps every value]: resume mode answers the
+        # function's calls up to the break from these values; one released (or fused away)
+        # would have to be computed again from arguments that later events may have changed
+        # (an in-place write, backward, an optimizer step): silently wrong.  So such a
+        # program is neither fused nor released (``_capture``).
+        self.drops = [()] * len(events) if may_resume else _last_uses(events, out)
         # grad mode switched inside the function (no_grad, inference_mode): set per event
         self.modes = any(ev.mode != cap.entry_mode for ev in events)
 
@@ -162,30 +164,26 @@ _OTHER = _Other()
 def _mark_guards(events, tail_clean):
     """Every read is a guard (NOTE [reads are guards]) but the last ones when the capture saw
     nothing use them (``tail_clean``: NOTE [a last read needs no guard when nothing uses
-    it]); whether there is a read."""
+    it]) and nbgrad itself did not read them (``str(t)``: the value went into a string);
+    ``(whether there is a read, whether there is a guard)``."""
     last = max([n for n, ev in enumerate(events) if ev.kind != "read"], default=-1)
-    reads = False
+    reads = guards = False
     for n, ev in enumerate(events):
         if ev.kind == "read":
             reads = True
-            ev.guard = n < last or not tail_clean
-    return reads
+            ev.guard = ev.guard or n < last or not tail_clean
+            guards = guards or ev.guard
+    return reads, guards
 
 
-def _last_uses(events, out, may_resume=False):
+def _last_uses(events, out):
     """For each event, the values to release before it runs: those whose last use was the
-    event before (the outputs of the function are never released; when the program
-    ``may_resume``, neither are results of calls nor values written in place)."""
+    event before (the outputs of the function are never released)."""
     last = {}
     for n, ev in enumerate(events):
         for i in refs((ev.args, ev.kwargs)) + refs(ev.outs):
             last[i] = n
     keep = set(refs(out))
-    if may_resume:
-        for ev in events:
-            if ev.kind == "call":
-                keep.update(refs(ev.outs))
-            keep.update(ev.mutates)
     drops = [[] for _ in range(len(events) + 1)]
     for i, n in last.items():
         if i not in keep:
@@ -372,7 +370,8 @@ class CompiledFunction:
             out, clean = None, False  # Python goes on past the record: every read guards
             brk = Event("break", "graph break", None, (), None, None, None)
             brk.value = cap.break_why
-        reads = _mark_guards(cap.events, clean) or brk is not None
+        reads, guards = _mark_guards(cap.events, clean)
+        may_resume = guards or brk is not None
         if cap.problem is not None:
             self._eager[key] = cap.problem
             if _debug():
@@ -380,13 +379,15 @@ class CompiledFunction:
             self._epoch = EPOCH[0]
             return res
         used = set(refs(out))
-        lowered = lower(cap, out, len(flat)) if not reads else None
+        lowered = lower(cap, out, len(flat)) if not (reads or brk) else None
         if lowered is not None:  # a small scalar step: one Numba function (compile/scalar.py)
             fused, prog = lowered
             rec = Record(cap, len(flat), out, fused, [prog])
         else:
-            fused, regions = fuse(cap, used)
-            rec = Record(cap, len(flat), out, fused + ([brk] if brk else []), regions)
+            # NOTE [a program that may resume keeps every value]
+            fused, regions = (list(cap.events), []) if may_resume else fuse(cap, used)
+            events = fused + ([brk] if brk else [])
+            rec = Record(cap, len(flat), out, events, regions, may_resume=may_resume)
         self._records.setdefault(key, []).append(rec)
         self._epoch = EPOCH[0]
         if _debug():
@@ -445,14 +446,11 @@ class CompiledFunction:
             )
         if not record:
             return res
-        _mark_guards(cap.events, clean)
+        _, guards = _mark_guards(cap.events, clean)
         cont = None
-        # a value fused away in the replay (recomputed here) is not there to continue from
-        if cap.problem is None and not cap.recomputed.intersection(
-            refs([(ev.args, ev.kwargs) for ev in cap.events]) + refs(out)
-        ):
-            fused, regions = fuse(cap, set(refs(out)))
-            cont = Record(cap, 0, out, fused, regions, prefix=script)
+        if cap.problem is None:
+            fused, regions = (list(cap.events), []) if guards else fuse(cap, set(refs(out)))
+            cont = Record(cap, 0, out, fused, regions, prefix=script, may_resume=guards)
         branches.append((r.value, cont))
         if _debug():
             print(self.explain())

@@ -172,6 +172,9 @@ class _TailWatch:
 
     def start(self):
         self.prev = sys.gettrace()
+        if self.prev is not None:  # a debugger or coverage traces: leave it alone, guard all
+            self.clean = False
+            return
         sys.settrace(self._new_frame)
         f = sys._getframe(1)
         while f is not None and f is not self.outer:
@@ -180,16 +183,18 @@ class _TailWatch:
             f = f.f_back
 
     def stop(self):
-        sys.settrace(self.prev)
-        for f in self.frames:
-            f.f_trace_opcodes = False
-            f.f_trace = None
+        if self.prev is not None:
+            return
+        sys.settrace(None)
+        for f, trace, opcodes in self.frames:
+            f.f_trace_opcodes = opcodes
+            f.f_trace = trace
         self.frames = []
 
     def _watch(self, f):
+        self.frames.append((f, f.f_trace, f.f_trace_opcodes))
         f.f_trace = self._opcode
         f.f_trace_opcodes = True
-        self.frames.append(f)
 
     def _new_frame(self, frame, event, arg):
         self.pending = False  # the CALL entered Python code
@@ -197,7 +202,7 @@ class _TailWatch:
         while f is not None and f is not self.outer:  # code nbgrad runs is no user code
             if f.f_code.co_filename.startswith(_HERE):
                 return None
-            if any(f is w for w in self.frames):
+            if any(f is w for w, _, _ in self.frames):
                 break
             f = f.f_back
         self._watch(frame)
@@ -236,7 +241,6 @@ class Capture:
         self.script = None
         self.pos = 0
         self.rvalue = None
-        self.recomputed = set()  # values the replay had fused away, computed again
         self.recording = True  # False: resume mode stops at the read (the rest runs eagerly)
         self.undo = None  # start's undo list
         self.outer = None  # the frame that called the captured function
@@ -269,6 +273,7 @@ class Capture:
                 "call" % (name, ev.name, user_line())
             )
         self.pos += 1
+        self._skip_shapes()
         if self.pos == len(self.script) and not self.recording:
             stop(self.undo)  # the rest of the function runs as eager code
         if ev.kind == "read":
@@ -277,19 +282,15 @@ class Capture:
                 self.keep[ev.outs.i] = v
                 self.ids[id(v)] = ev.outs.i
             return v
-        want = refs(ev.outs)
-        if all(self.keep[i] is not None for i in want):
-            return resolve(ev.outs, self.keep)
-        if ev.kind != "op" or ev.mutates:  # Record keeps these (_last_uses)
+        if any(self.keep[i] is None for i in refs(ev.outs)):
+            # (NOTE [a program that may resume keeps every value] in __init__.py)
             raise AssertionError("nbgrad.compile: resuming needs %s's result, not kept" % name)
-        # an op's value the replay fused away (a fused region's inner value) or released
-        # after its last use: ops are deterministic functions of their arguments
-        res = self.unrecorded(fn, args, kwargs, name)
-        for i, obj in zip(want, _flat(res)):
-            self.keep[i] = obj
-            self.ids[id(obj)] = i
-        self.recomputed.update(want)
-        return res
+        return resolve(ev.outs, self.keep)
+
+    def _skip_shapes(self):
+        """Pass the shape guards after an answered op (the function makes no such call)."""
+        while self.pos < len(self.script) and self.script[self.pos].name == _SHAPE:
+            self.pos += 1
 
     def _resuming(self):
         return self.script is not None and self.pos < len(self.script)
@@ -372,7 +373,7 @@ class Capture:
         if _flags._hook_contexts:
             self.fail("a saved_tensors_hooks context is open (%s)" % user_line())
         self.inside += 1
-        _flags.PROFILE = False
+        prev, _flags.PROFILE = _flags.PROFILE, False
         try:
             return fn(*args, **kwargs)
         except BaseException as e:
@@ -380,7 +381,7 @@ class Capture:
                                                                 user_line()))  # fmt: skip
             raise
         finally:
-            _flags.PROFILE = True
+            _flags.PROFILE = prev
             self.inside -= 1
 
     def op(self, name, fn, args, kwargs):
@@ -394,11 +395,22 @@ class Capture:
         before = [(t, t._vc[0]) for t in _tensors(args) + _tensors(kwargs)]
         res = self.unrecorded(fn, args, kwargs, name)
         if type(res) in (bool, int, float):  # equal, allclose: a value read into Python
-            return self._read_event(name, fn, targs, tkw, res)
+            v = self._read_event(name, fn, targs, tkw, res)
+            self.events[-1].guard = True  # (the opcode watch starts after it: always guard)
+            return v
         self.end_tail()
         ev = Event("op", name, fn, targs, tkw, self.result(res), None)
         ev.mutates = self._mutated(before)
         self.events.append(ev)
+        if name in _DATA_SHAPED or (name == "getitem" and _bool_index(args)):
+            # NOTE [data-dependent shapes are guards]: Python may read this result's shape
+            # (``x.nonzero().shape[0]``) and bake it into later calls; a replay compares it
+            # and breaks the graph where it differs, as for a read
+            where = user_line()
+            for r, t in zip(refs(ev.outs), _tensors(res)):
+                g = Event("read", _SHAPE, _shape, (Ref(r),), None, None, where)
+                g.value, g.guard = tuple(t.shape), True
+                self.events.append(g)
         return res
 
     def _mutated(self, before):
@@ -438,7 +450,16 @@ class Capture:
             self._read_event(name, fn, None, None, None)
         targs = self.template((tensor,) + tuple(args))
         v = self.unrecorded(fn, (tensor,) + tuple(args), {}, "Tensor." + name)
-        return self._read_event(name, fn, targs, None, v)
+        ev = self._read_event(name, fn, targs, None, v)
+        # a value the template cannot refer to (a string, a list, an array), or one nbgrad
+        # read for the user (inside another function): the opcode watch cannot tell where it
+        # went -- always a guard
+        entry = sys._getframe(1)
+        while entry.f_back is not None and entry.f_back.f_code.co_filename.startswith(_HERE):
+            entry = entry.f_back
+        if type(v) not in (float, int, bool) or entry.f_code.co_filename != __file__:
+            self.events[-1].guard = True
+        return ev
 
     def _read_event(self, name, fn, targs, tkw, v):
         where = user_line()
@@ -511,11 +532,6 @@ def leaves(obj, keep):
     return [obj] if keep(obj) else []
 
 
-def _flat(res):
-    """The tensors/handles of a result, in template order."""
-    return leaves(res, lambda a: isinstance(a, (Tensor, RemovableHandle)))
-
-
 def _tensors(obj):
     return leaves(obj, lambda a: isinstance(a, Tensor))
 
@@ -527,7 +543,8 @@ def refs(template):
 
 # -- patching for the capture's duration -----------------------------------------------------
 
-_READS = ("item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__index__")
+_READS = ("item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__index__",
+          "__repr__", "__str__", "__format__")  # fmt: skip
 _TENSOR_CALLS = ("register_hook", "retain_grad", "register_post_accumulate_grad_hook",
                  "detach", "detach_", "requires_grad_", "backward")  # fmt: skip
 _CREATION = ("tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange",
@@ -672,6 +689,19 @@ def start(cap):
     _flags.PROFILE = True
     _flags.CAPTURE = cap
     return undo
+
+
+_DATA_SHAPED = ("nonzero", "argwhere", "masked_select", "unique", "unique_consecutive",
+                "repeat_interleave")  # fmt: skip
+_SHAPE = "<shape>"  # the name of a shape guard (NOTE [data-dependent shapes are guards])
+
+
+def _shape(t):
+    return tuple(t.shape)
+
+
+def _bool_index(args):
+    return any(t._dtype.name == "bool" for t in _tensors(args))
 
 
 _RANDOM = ("dropout", "dropout2d")  # nn.functional's random draws, replayed as calls

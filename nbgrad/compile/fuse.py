@@ -96,7 +96,7 @@ class Region:
     """A fused region: ``events`` (in program order), ``inputs`` (operand keys, see ``_key``),
     ``out`` (a value index)."""
 
-    def __init__(self, events, inputs, out, dtype, needs):
+    def __init__(self, events, inputs, out, dtype, needs, share=True):
         self.events = events  # all of them, for explain() and the create_graph path
         self.inputs = inputs
         self.out = out
@@ -129,13 +129,16 @@ class Region:
         # NOTE [one kernel per distinct gradient]: inputs whose gradients are the same
         # expression (``relu(h + b)``: h's and b's, before b's is reduced to its shape) share
         # one kernel and one result array, as PyTorch's AddBackward passes one grad to both.
+        # Not when a hook could see an input's gradient (``share`` False): eager mode may
+        # give the two inputs separate arrays (``a * 1.0 + b * 1.0``), and a hook writing
+        # one in place must not change the other.
         self.same_as = [None] * len(inputs)
         made = {}  # resolved gradient name -> the first input that computes it
         for k in range(len(inputs)):
             kern = src = None
             if needs[k]:
                 stmts = self._backward_stmts(name, k)
-                target = _resolve_alias(stmts)
+                target = _resolve_alias(stmts) if share else k
                 if target in made:
                     self.same_as[k] = made[target]
                 else:
@@ -299,6 +302,14 @@ def _opname(ev):
     return got[0].name if got is not None else ev.name
 
 
+def _hooked(t):
+    """Whether a hook may see ``t``'s gradient (its own, its node's or its leaf's)."""
+    n = t._grad_fn
+    return bool(t._hooks or t._post_acc_hooks) or (
+        n is not None and (n._tensor_hooks or n._pre_hooks or n._post_hooks or n._retain)
+    )
+
+
 def _full_sum(ev):
     """Whether ``ev`` is ``x.sum()`` of a value (every element, no dtype): what a region may end
     in (NOTE [reduction at the end of a region])."""
@@ -404,7 +415,12 @@ def fuse(cap, outputs_used):
         res = events[last].outs.i
         dtype = vals[res]._dtype.name
         needs = [(vals[a.i] if isinstance(a, Ref) else a)._requires_grad for a in operands]
-        reg = Region(evs, inputs, res, dtype, needs)
+        share = not any(
+            _hooked(vals[a.i] if isinstance(a, Ref) else a)
+            or (isinstance(a, Ref) and a.i in cap.boundary)
+            for a in operands
+        )
+        reg = Region(evs, inputs, res, dtype, needs, share)
         ev = Event("fused", "fused[%d]" % len(evs), reg.run, tuple(operands), None, Ref(res),
                    None)  # fmt: skip
         ev.region = reg
