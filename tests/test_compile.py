@@ -1096,3 +1096,19 @@ def test_values_formatted_into_strings_and_data_dependent_shapes_are_guards():
         got, want = cf(T.tensor(v)), f(T.tensor(v))
         assert got[:2] == want[:2]
         assert [t.tolist() for t in got[2:]] == [t.tolist() for t in want[2:]]
+
+
+def test_untracked_code_after_a_branch_resumes_eagerly_every_time():
+    # the continuation captured for a read's new value meets untracked code: it is not
+    # recorded (its constant would be stale), the rest runs eagerly on each such call
+    def f(x):
+        if x.sum().item() > 3:
+            return x + T.Tensor._make(np.full(2, x.sum().item(), np.float32))
+        return x - 1
+
+    cf = T.compile(f)
+    for v in (1.0, 2.0, 3.0, 4.0):
+        assert cf(T.full((2,), v)).tolist() == f(T.full((2,), v)).tolist()
+    rec = next(iter(cf._records.values()))[0]
+    (branches,) = rec.branches.values()
+    assert all(c is None for _, c in branches)

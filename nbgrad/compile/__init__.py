@@ -448,7 +448,7 @@ class CompiledFunction:
             return res
         _, guards = _mark_guards(cap.events, clean)
         cont = None
-        if cap.problem is None:
+        if cap.problem is None and cap.break_at is None:  # (untracked code: resume each time)
             fused, regions = (list(cap.events), []) if guards else fuse(cap, set(refs(out)))
             cont = Record(cap, 0, out, fused, regions, prefix=script, may_resume=guards)
         branches.append((r.value, cont))
