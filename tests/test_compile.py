@@ -1112,3 +1112,35 @@ def test_untracked_code_after_a_branch_resumes_eagerly_every_time():
     rec = next(iter(cf._records.values()))[0]
     (branches,) = rec.branches.values()
     assert all(c is None for _, c in branches)
+
+
+@pytest.mark.parametrize("zero", ["module.zero_grad", "by hand"])
+def test_manual_sgd_steps_match_eager(zero):
+    # NOTE [whether .grad is None is a guard]: Module.zero_grad and hand-written loops decide
+    # on ``p.grad is not None``, which is True from the second step on
+    def mk():
+        T.manual_seed(0)
+        return T.nn.Sequential(T.nn.Linear(4, 8), T.nn.ReLU(), T.nn.Linear(8, 1))
+
+    def step(m, x, y):
+        loss = ((m(x) - y) ** 2).mean()
+        if zero == "module.zero_grad":
+            m.zero_grad()
+        else:
+            for p in m.parameters():
+                if p.grad is not None:
+                    p.grad = None
+        loss.backward()
+        with T.no_grad():
+            for p in m.parameters():
+                p -= 0.1 * p.grad
+        return loss.item()
+
+    x, y = T.randn(16, 4), T.randn(16, 1)
+    me, mc = mk(), mk()
+    cs = T.compile(step)
+    for _ in range(5):
+        assert step(me, x, y) == cs(mc, x, y)
+    for pe, pc in zip(me.parameters(), mc.parameters()):
+        np.testing.assert_array_equal(pe.detach().numpy(), pc.detach().numpy())
+    assert cs.stats["captures"] == 1 and cs.stats["replays"] == 4

@@ -282,15 +282,30 @@ class Capture:
                 self.keep[ev.outs.i] = v
                 self.ids[id(v)] = ev.outs.i
             return v
-        if any(self.keep[i] is None for i in refs(ev.outs)):
+        if ev.name != "Tensor.grad" and any(self.keep[i] is None for i in refs(ev.outs)):
             # (NOTE [a program that may resume keeps every value] in __init__.py)
             raise AssertionError("nbgrad.compile: resuming needs %s's result, not kept" % name)
         return resolve(ev.outs, self.keep)
 
     def _skip_shapes(self):
-        """Pass the shape guards after an answered op (the function makes no such call)."""
-        while self.pos < len(self.script) and self.script[self.pos].name == _SHAPE:
+        """Pass the guards after an answered call that the function does not call itself
+        (shapes, whether ``.grad`` is None)."""
+        while self.pos < len(self.script) and self.script[self.pos].name in _SYNTHETIC:
             self.pos += 1
+
+    def grad_guard(self, ev, res):
+        """NOTE [whether .grad is None is a guard]: Python decides on it (``if p.grad is not
+        None`` in ``Module.zero_grad``, manual SGD), and it changes between calls (None on
+        the first step only).  The call gets a value slot even when it returned None, so a
+        replay keeps what it got and resume mode answers that; a guard compares its
+        None-ness."""
+        if ev.outs is None:
+            ev.outs = Ref(self.nvals)
+            self.nvals += 1
+            self.keep.append(None)
+        g = Event("read", _GRAD_NONE, _is_none, (ev.outs,), None, None, user_line())
+        g.value, g.guard = res is None, True
+        self.events.append(g)
 
     def _resuming(self):
         return self.script is not None and self.pos < len(self.script)
@@ -645,7 +660,13 @@ def start(cap):
     def grad_get(t):
         if cap.inside:
             return grad.fget(t)
-        return cap.call("Tensor.grad", grad.fget, (t,), {})
+        if cap._resuming():
+            return cap.call("Tensor.grad", grad.fget, (t,), {})
+        n = len(cap.events)
+        res = cap.call("Tensor.grad", grad.fget, (t,), {})
+        if len(cap.events) > n:  # recorded: NOTE [whether .grad is None is a guard]
+            cap.grad_guard(cap.events[-1], res)
+        return res
 
     def grad_set(t, value):
         if cap.inside:
@@ -672,6 +693,8 @@ def start(cap):
     patch(
         Module, "_call_with_hooks", _call_patch(cap, "module_with_hooks", Module._call_with_hooks)
     )
+    # like Optimizer.zero_grad: one call, not a Python decision on each ``.grad``
+    patch(Module, "zero_grad", _call_patch(cap, "Module.zero_grad", Module.zero_grad))
     for n in _RANDOM:  # their masks come from the generator, not from a recorded op
         patch(functional, n, _call_patch(cap, "F." + n, getattr(functional, n)))
     stack = [Optimizer]
@@ -694,6 +717,12 @@ def start(cap):
 _DATA_SHAPED = ("nonzero", "argwhere", "masked_select", "unique", "unique_consecutive",
                 "repeat_interleave")  # fmt: skip
 _SHAPE = "<shape>"  # the name of a shape guard (NOTE [data-dependent shapes are guards])
+_GRAD_NONE = "<grad is None>"  # NOTE [whether .grad is None is a guard]
+_SYNTHETIC = (_SHAPE, _GRAD_NONE)
+
+
+def _is_none(v):
+    return v is None
 
 
 def _shape(t):
