@@ -1144,3 +1144,20 @@ def test_manual_sgd_steps_match_eager(zero):
     for pe, pc in zip(me.parameters(), mc.parameters()):
         np.testing.assert_array_equal(pe.detach().numpy(), pc.detach().numpy())
     assert cs.stats["captures"] == 1 and cs.stats["replays"] == 4
+
+
+def test_switching_a_module_between_train_and_eval_captures_again():
+    # NOTE [a module's training flag is a guard]: dropout's mask is in the record only in
+    # train mode; eval() must not replay it
+    T.manual_seed(0)
+    m = T.nn.Sequential(T.nn.Linear(2, 4), T.nn.Dropout(0.5), T.nn.Linear(4, 1))
+    cm = T.compile(lambda x: m(x))
+    x = T.ones(3, 2)
+    cm(x)
+    m.eval()
+    for _ in range(2):
+        np.testing.assert_array_equal(cm(x).detach().numpy(), m(x).detach().numpy())
+    assert cm.stats["invalidations"] == 1 and cm.stats["replays"] == 1
+    m.train()
+    cm(x)
+    assert cm.stats["invalidations"] == 2

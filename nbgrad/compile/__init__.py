@@ -86,6 +86,17 @@ class Record:
         self.drops = [()] * len(events) if may_resume else _last_uses(events, out)
         # grad mode switched inside the function (no_grad, inference_mode): set per event
         self.modes = any(ev.mode != cap.entry_mode for ev in events)
+        # NOTE [a module's training flag is a guard]: ``train()``/``eval()`` change what a
+        # module's forward records (dropout, batch-norm statistics) without any argument
+        # changing; a record is stale once a module it called has another flag
+        self.modules = tuple(cap.modules.values())
+
+    def current(self):
+        """Whether every module the capture called still has its training flag."""
+        for m, training in self.modules:
+            if m.training is not training:
+                return False
+        return True
 
     def replay(self, flat):
         vals = [None] * self.nvals
@@ -318,7 +329,12 @@ class CompiledFunction:
                 return self.fn(*args, **kwargs)
             finally:  # the hooks it registers are its own, not a reason to capture again
                 self._epoch = EPOCH[0]
-        for rec in self._records.get(key, ()):
+        recs = self._records.get(key, ())
+        for rec in list(recs):
+            if not rec.current():  # a module switched train/eval: capture again
+                recs.remove(rec)
+                self.stats["invalidations"] += 1
+                continue
             try:
                 res = rec.replay(flat)
             except _Resume as r:
@@ -411,7 +427,10 @@ class CompiledFunction:
                 return self._resume_capture(r, [], False, args, kwargs)
             branches = r.rec.branches.setdefault(id(r.ev), [])
             cont = _MISSING
-            for value, c in branches:
+            for value, c in list(branches):
+                if c is not None and not c.current():  # (a module switched train/eval)
+                    branches.remove((value, c))
+                    continue
                 if value is _OTHER or _same(r.value, value):
                     cont = c
                     break

@@ -244,6 +244,7 @@ class Capture:
         self.recording = True  # False: resume mode stops at the read (the rest runs eagerly)
         self.undo = None  # start's undo list
         self.outer = None  # the frame that called the captured function
+        self.modules = {}  # id -> (module, training) of every module called
         self.break_at = None  # events recorded before untracked code (NOTE [a graph break...])
         self.break_why = None
         self.tail = None  # a _TailWatch since the last read, until the next recorded event
@@ -695,6 +696,14 @@ def start(cap):
     )
     # like Optimizer.zero_grad: one call, not a Python decision on each ``.grad``
     patch(Module, "zero_grad", _call_patch(cap, "Module.zero_grad", Module.zero_grad))
+    module_call = Module.__call__
+
+    def called(m, *args, **kwargs):  # NOTE [a module's training flag is a guard]
+        if not cap.inside:
+            cap.modules.setdefault(id(m), (m, m.training))
+        return module_call(m, *args, **kwargs)
+
+    patch(Module, "__call__", called)
     for n in _RANDOM:  # their masks come from the generator, not from a recorded op
         patch(functional, n, _call_patch(cap, "F." + n, getattr(functional, n)))
     stack = [Optimizer]
