@@ -1161,3 +1161,51 @@ def test_switching_a_module_between_train_and_eval_captures_again():
     m.train()
     cm(x)
     assert cm.stats["invalidations"] == 2
+
+
+def test_batch_norm_training_step_matches_eager():
+    # batch statistics are arrays made outside any op (batch_norm_stats, which also updates
+    # the running buffers): a recorded call whose arrays are values, not stale constants
+    def mk():
+        T.manual_seed(0)
+        return T.nn.Sequential(T.nn.Linear(4, 8), T.nn.BatchNorm1d(8), T.nn.ReLU(),
+                               T.nn.Linear(8, 1))  # fmt: skip
+
+    def step_of(m):
+        opt = T.optim.SGD(m.parameters(), lr=0.1)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = ((m(x) - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            return loss.detach()
+
+        return step
+
+    T.manual_seed(1)
+    x, y = T.randn(16, 4), T.randn(16, 1)
+    me, mc = mk(), mk()
+    se, sc = step_of(me), T.compile(step_of(mc))
+    for _ in range(4):
+        assert se(x, y).item() == sc(x, y).item()
+    np.testing.assert_array_equal(me[1].running_mean.numpy(), mc[1].running_mean.numpy())
+    np.testing.assert_array_equal(me[1].running_var.numpy(), mc[1].running_var.numpy())
+    assert int(mc[1].num_batches_tracked) == 4 and sc.stats["replays"] == 3
+
+
+def test_an_array_made_by_unrecorded_code_is_a_graph_break():
+    import nbgrad.ops.nn.norm as norm
+
+    stats = norm.batch_norm_stats  # bound now: calls through it are not recorded
+
+    def f(x):
+        mean, rstd = stats(x, None, None, None, None, True, 0.1, 1e-5)
+        return norm.batch_norm(x, None, None, mean, rstd, True, 1e-5)
+
+    cf = T.compile(f)
+    x = T.randn(6, 3)
+    for k in range(3):
+        xk = x * (k + 1)
+        np.testing.assert_allclose(cf(xk).numpy(), f(xk).numpy(), rtol=1e-6, atol=1e-6)
+    assert "an array made by code nbgrad.compile does not record" in cf.explain()

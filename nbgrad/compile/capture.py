@@ -31,6 +31,8 @@ import sys
 import threading
 import traceback
 
+import numpy as np
+
 from .. import _flags
 from .._tensor import Tensor
 from ..autograd.graph import Node
@@ -330,6 +332,9 @@ class Capture:
             return {k: self.template(v) for k, v in obj.items()}
         if isinstance(obj, tuple):
             return Seq(t, tuple(self.template(a) for a in obj))
+        if t is np.ndarray:  # one a recorded call made, or one no event made (op() checks)
+            i = self.ids.get(id(obj))
+            return Ref(i) if i is not None else obj
         if isinstance(obj, Tensor) or t is RemovableHandle:
             i = self.ids.get(id(obj))
             if i is None:
@@ -350,13 +355,17 @@ class Capture:
             # that uses it; a replay runs that much, then resumes (the function runs again,
             # the recorded part answered from the replay, the rest eagerly)
             why = "a tensor made by code nbgrad.compile does not record is used (%s, shape %s)"
-            why %= (user_line(), tuple(t.shape))
-            if self.fullgraph:
-                self.fail(why)
-            if self.break_at is None:
-                self.break_at, self.break_why = len(self.events), why
+            self.untracked(why % (user_line(), tuple(t.shape)))
         self.consts[id(t)] = t
         return t
+
+    def untracked(self, why):
+        """The record ends before the event being recorded (NOTE [a graph break at untracked
+        code]); ``fullgraph=True`` raises instead."""
+        if self.fullgraph:
+            self.fail(why)
+        if self.break_at is None:
+            self.break_at, self.break_why = len(self.events), why
 
     def result(self, res):
         """Define each tensor/handle in ``res`` not known yet (an in-place op returns a known
@@ -367,6 +376,9 @@ class Capture:
             return tuple(r) if t is tuple else r
         if t is dict:  # a module's dict output
             return {k: self.result(v) for k, v in res.items()}
+        if t is np.ndarray:  # an array a recorded call made (batch statistics)
+            i = self.ids.get(id(res))
+            return Ref(i) if i is not None else self.define(res)
         if isinstance(res, tuple):
             return Seq(t, tuple(self.result(a) for a in res))
         if isinstance(res, Tensor) or t is RemovableHandle:
@@ -408,6 +420,11 @@ class Capture:
             return self._replayed("op", name, fn, args, kwargs)
         targs = self.template(args)
         tkw = self.template(kwargs) if kwargs else kwargs
+        if leaves((targs, tkw), lambda a: type(a) is np.ndarray):
+            # an array no recorded event made (state computed by unrecorded code): a replay
+            # would reuse this one -- NOTE [a graph break at untracked code]
+            self.untracked("an array made by code nbgrad.compile does not record is passed "
+                           "to %s (%s)" % (name, user_line()))  # fmt: skip
         before = [(t, t._vc[0]) for t in _tensors(args) + _tensors(kwargs)]
         res = self.unrecorded(fn, args, kwargs, name)
         if type(res) in (bool, int, float):  # equal, allclose: a value read into Python
@@ -706,6 +723,10 @@ def start(cap):
     patch(Module, "__call__", called)
     for n in _RANDOM:  # their masks come from the generator, not from a recorded op
         patch(functional, n, _call_patch(cap, "F." + n, getattr(functional, n)))
+    # batch statistics: arrays computed (and running buffers updated) outside any op
+    from ..ops.nn import norm  # cycle: compile sits above ops
+
+    patch(norm, "batch_norm_stats", _call_patch(cap, "batch_norm_stats", norm.batch_norm_stats))
     stack = [Optimizer]
     while stack:
         cls = stack.pop()
