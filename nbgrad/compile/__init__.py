@@ -55,7 +55,8 @@ __all__ = ["CompiledFunction", "GraphBreak", "compile"]
 
 
 class _Resume(Exception):
-    """A guard read after side effects saw a new value (NOTE [graph breaks resume])."""
+    """A guard saw a new value, or the replay reached a graph break (NOTE [graph breaks
+    resume])."""
 
     def __init__(self, rec, ev, value, vals):
         self.rec = rec
@@ -66,7 +67,7 @@ class _Resume(Exception):
 
 class Record:
     """One captured program for one guard key; a *continuation* (``prefix`` non-empty) is the
-    rest of a program after one outcome of a read that came after side effects."""
+    rest of a program after one outcome of a guarded read."""
 
     def __init__(self, cap, ninputs, out, events, regions, prefix=(), may_resume=False):
         self.nvals = cap.nvals
@@ -77,7 +78,7 @@ class Record:
         self.raw = cap.events  # before fusion, for explain() and resuming
         self.consts = len(cap.consts)
         self.prefix = list(prefix)  # the raw events before this record's own
-        self.branches = {}  # id(late read event) -> [(value, continuation or None)]
+        self.branches = {}  # id(guarded read event) -> [(value, continuation or None)]
         # NOTE [a program that may resume keeps every value]: resume mode answers the
         # function's calls up to the break from these values; one released (or fused away)
         # would have to be computed again from arguments that later events may have changed
@@ -322,13 +323,8 @@ class CompiledFunction:
             self._eager.clear()
             self.stats["invalidations"] += 1
         key, flat = self._key(args, kwargs)
-        reason = self._eager.get(key)
-        if reason is not None:
-            self.stats["eager"] += 1
-            try:
-                return self.fn(*args, **kwargs)
-            finally:  # the hooks it registers are its own, not a reason to capture again
-                self._epoch = EPOCH[0]
+        if key in self._eager:
+            return self._run_eagerly(args, kwargs)
         recs = self._records.get(key, ())
         for rec in list(recs):
             if not rec.current():  # a module switched train/eval: capture again
@@ -353,22 +349,21 @@ class CompiledFunction:
                 UserWarning,
                 stacklevel=2,
             )
-            self.stats["eager"] += 1
-            try:
-                return self.fn(*args, **kwargs)
-            finally:
-                self._epoch = EPOCH[0]
+            return self._run_eagerly(args, kwargs)
         self._last_key = key
         return self._capture(key, flat, args, kwargs)
+
+    def _run_eagerly(self, args, kwargs):
+        self.stats["eager"] += 1
+        try:
+            return self.fn(*args, **kwargs)
+        finally:  # the hooks it registers are its own, not a reason to capture again
+            self._epoch = EPOCH[0]
 
     def _capture(self, key, flat, args, kwargs):
         if len({id(t) for t in flat}) != len(flat):
             self._eager[key] = "the same tensor is passed as two arguments"
-            self.stats["eager"] += 1
-            try:
-                return self.fn(*args, **kwargs)
-            finally:
-                self._epoch = EPOCH[0]
+            return self._run_eagerly(args, kwargs)
         cap = Capture(self.fullgraph)
         undo = start(cap)
         try:
@@ -412,9 +407,9 @@ class CompiledFunction:
 
     # -- graph breaks after side effects ---------------------------------------------------
     def _resume(self, r, args, kwargs):
-        """NOTE [graph breaks resume]: a guard read that comes after side effects (an
-        optimizer step, ``backward``) saw a value the record was not captured with.  What ran
-        cannot be undone, so the call goes on from the read: with the continuation captured
+        """NOTE [graph breaks resume]: a guard saw a value the record was not captured with
+        (the replay may already have run an optimizer step or ``backward``).  What ran cannot
+        be undone, so the call goes on from the read: with the continuation captured
         for that value when there is one (each outcome of a read is a compiled segment of its
         own), otherwise by running the function again in *resume mode* (capture.py): its
         Python code runs, every recorded call before the read returns what the replay made
@@ -458,10 +453,11 @@ class CompiledFunction:
             clean = cap.end_tail()
             stop(undo)
         if cap.pos < len(script):
+            where = "its graph break" if r.ev.kind == "break" else "Tensor.%s() at %s" % (
+                r.ev.name, r.ev.where)  # fmt: skip
             raise RuntimeError(
-                "nbgrad.compile: %s returned before reaching Tensor.%s() at %s, where its "
-                "record read a value after side effects; it must take the same path up to "
-                "that read on every call" % (self.__name__, r.ev.name, r.ev.where)
+                "nbgrad.compile: %s returned before reaching %s, where its record resumes; it "
+                "must take the same path up to the read on every call" % (self.__name__, where)
             )
         if not record:
             return res

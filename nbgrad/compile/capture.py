@@ -11,17 +11,20 @@ What is not an op but must happen again on replay is recorded as a *call* by pat
 capture's duration only, the functions that do it (``start``): ``backward``/``autograd.grad``,
 optimizer ``step``/``zero_grad``, a module call that runs hooks (the module runs eagerly on
 replay, so its hooks fire as in eager mode), hook registrations on tensors and nodes, handle
-removal, ``detach``/``requires_grad_``, the creation functions and ``F.dropout``/``dropout2d``
-(their masks are drawn again on replay).  Reads of tensor values into
-Python (``item``, ``bool``, ``tolist``, an op returning a Python value such as ``equal``) are
-*reads*, guards of the replay (NOTE [reads are guards]).  In *resume mode* (NOTE [graph breaks
-resume]) the function runs again and each recorded call before the read it resumes at returns
-what the replay made instead of running.
+removal, ``detach``/``requires_grad_``, Tensor's in-place methods, the creation functions,
+``Module.zero_grad``, ``F.dropout``/``dropout2d`` (their masks are drawn again on replay) and
+batch-norm statistics.  Reads of tensor values into Python (``item``, ``bool``, ``tolist``,
+``str``, ``_version``, an op returning a Python value such as ``equal``) are *reads*, guards of
+the replay (NOTE [reads are guards]); so are data-dependent result shapes and whether a
+``.grad`` read is None.  In *resume mode* (NOTE [graph breaks resume]) the function runs again
+and each recorded call before the point it resumes at returns what the replay made instead of
+running.
 
 A tensor the recorded work uses that no recorded event produced is a *constant*, kept by
 reference (a parameter, a tensor the function closes over) -- unless it was made while the
-capture ran, by code the capture does not see: then the program cannot be replayed and the
-function runs eagerly (``Unreplayable`` with the reason; ``explain()`` shows it).
+capture ran, by code the capture does not see: then the record ends there (NOTE [a graph
+break at untracked code]); what else a replay cannot reproduce (``fail``) makes the function
+run eagerly, and ``explain()`` shows why.
 """
 
 import dis
@@ -125,10 +128,6 @@ def _fmt(t):
 def grad_mode():
     """The grad-mode state an event ran under (``Record.run`` sets it again)."""
     return (STATE.enabled, STATE.inference, STATE.shown)
-
-
-class Unreplayable(Exception):
-    """The captured program cannot be replayed (the reason is the message)."""
 
 
 class GraphBreak(RuntimeError):
@@ -266,7 +265,7 @@ class Capture:
             if obj is not None:
                 self.ids[id(obj)] = i
 
-    def _replayed(self, kind, name, fn, args, kwargs):
+    def _replayed(self, name):
         """A call of the function in resume mode before the read: the replay's result."""
         ev = self.script[self.pos]
         if ev.name != name:
@@ -276,7 +275,7 @@ class Capture:
                 "call" % (name, ev.name, user_line())
             )
         self.pos += 1
-        self._skip_shapes()
+        self._skip_synthetic()
         if self.pos == len(self.script) and not self.recording:
             stop(self.undo)  # the rest of the function runs as eager code
         if ev.kind == "read":
@@ -290,7 +289,7 @@ class Capture:
             raise AssertionError("nbgrad.compile: resuming needs %s's result, not kept" % name)
         return resolve(ev.outs, self.keep)
 
-    def _skip_shapes(self):
+    def _skip_synthetic(self):
         """Pass the guards after an answered call that the function does not call itself
         (shapes, whether ``.grad`` is None)."""
         while self.pos < len(self.script) and self.script[self.pos].name in _SYNTHETIC:
@@ -417,7 +416,7 @@ class Capture:
         if self.inside or threading.get_ident() != self.thread:
             return fn(*args, **kwargs)
         if self._resuming():
-            return self._replayed("op", name, fn, args, kwargs)
+            return self._replayed(name)
         targs = self.template(args)
         tkw = self.template(kwargs) if kwargs else kwargs
         if leaves((targs, tkw), lambda a: type(a) is np.ndarray):
@@ -457,7 +456,7 @@ class Capture:
         if self.inside or threading.get_ident() != self.thread:
             return fn(*args, **kwargs)
         if self._resuming():
-            return self._replayed("call", name, fn, args, kwargs)
+            return self._replayed(name)
         targs = self.template(args)
         tkw = self.template(kwargs) if kwargs else kwargs
         if boundary:
@@ -478,9 +477,9 @@ class Capture:
         if self.inside or threading.get_ident() != self.thread:
             return fn(tensor, *args)
         if self._resuming():
-            return self._replayed("read", name, fn, (tensor,) + tuple(args), {})
-        if self.fullgraph:
-            self._read_event(name, fn, None, None, None)
+            return self._replayed(name)
+        if self.fullgraph:  # before reading
+            raise _read_break(name)
         targs = self.template((tensor,) + tuple(args))
         v = self.unrecorded(fn, (tensor,) + tuple(args), {}, "Tensor." + name)
         ev = self._read_event(name, fn, targs, None, v)
@@ -495,13 +494,9 @@ class Capture:
         return ev
 
     def _read_event(self, name, fn, targs, tkw, v):
-        where = user_line()
         if self.fullgraph:
-            raise GraphBreak(
-                "nbgrad.compile(fullgraph=True): graph break at Tensor.%s() (data-dependent), "
-                "at %s" % (name, where)
-            )
-        ev = Event("read", name, fn, targs, tkw, None, where)
+            raise _read_break(name)
+        ev = Event("read", name, fn, targs, tkw, None, user_line())
         ev.value = v
         for i in refs((targs, tkw)):
             self.boundary.add(i)
@@ -527,7 +522,7 @@ class Capture:
         if self.inside:
             return orig(node, fn, *args, **kwargs)
         if self._resuming():
-            return self._replayed("call", kind, None, (), {})
+            return self._replayed(kind)
         owner = None
         for obj in self.keep:
             if isinstance(obj, Tensor) and obj._grad_fn is node:
@@ -607,6 +602,13 @@ def _node_patch(cap, kind, orig):
     return patched
 
 
+def _read_break(name):
+    return GraphBreak(
+        "nbgrad.compile(fullgraph=True): graph break at Tensor.%s() (data-dependent), at %s"
+        % (name, user_line())
+    )
+
+
 def _inplace_methods():
     """Tensor's in-place methods (``add_``, ``zero_``, ``uniform_``, ``__setitem__``,
     ``__iadd__``, ...): recorded as calls, so the write happens again on replay (only the
@@ -678,8 +680,6 @@ def start(cap):
     def grad_get(t):
         if cap.inside:
             return grad.fget(t)
-        if cap._resuming():
-            return cap.call("Tensor.grad", grad.fget, (t,), {})
         n = len(cap.events)
         res = cap.call("Tensor.grad", grad.fget, (t,), {})
         if len(cap.events) > n:  # recorded: NOTE [whether .grad is None is a guard]

@@ -124,7 +124,7 @@ class Region:
             name[ev.outs.i] = tname
         self.params = params
         tag = "fused_" + "_".join(_opname(ev) for ev in events[:6])
-        self.fwd, self.fwd_src = fused_kernel(tag, params, self.fwd_stmts, dtype)
+        self.fwd, self.fwd_src = fused_kernel(tag, params, self.fwd_stmts, dtype, self.reduce)
         self.bwd, self.bwd_src = [], []
         # NOTE [one kernel per distinct gradient]: inputs whose gradients are the same
         # expression (``relu(h + b)``: h's and b's, before b's is reduced to its shape) share

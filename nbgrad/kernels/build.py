@@ -367,7 +367,7 @@ def _safe(tag):
     return "".join(c if c.isalnum() else "_" for c in tag)
 
 
-def fused_source(params, stmts, dtype):
+def fused_source(params, stmts, dtype, whole_sum=False):
     """Source of a module defining the ufunc ``k`` of a fused region (nbgrad.compile): ``stmts``
     is ``[(name, expr), ...]`` evaluated in order over ``params``; the last name is the result.
     Each expression gets the same select rewrite and typed constants as a single formula."""
@@ -384,7 +384,7 @@ def fused_source(params, stmts, dtype):
             "T = %s" % NP_TYPES[dtype],
             "",
             *_cpu_module(params, body, nt, ", ".join([nt] * len(params))),
-            *_sum_kernel(params),
+            *(_sum_kernel(params) if whole_sum else ()),
         ]
     )
 
@@ -416,17 +416,19 @@ def _sum_kernel(params):
     ]
 
 
-def fused_kernel(tag, params, stmts, dtype):
+def fused_kernel(tag, params, stmts, dtype, whole_sum=False):
     """The numpy ufunc of ``fused_source``; disk-cached like every generated kernel
     (NOTE [generated kernel cache]).  Returns ``(ufunc, source)``; ``cpu_loop(ufunc)`` is its
-    loop kernel."""
-    src = fused_source(tuple(params), tuple(stmts), dtype)
+    loop kernel and, with ``whole_sum`` (a region ending in a sum), ``cpu_sum(ufunc)`` its
+    whole-sum kernel."""
+    src = fused_source(tuple(params), tuple(stmts), dtype, whole_sum)
 
     def make():
         mod = load_module(_safe(tag), src)
         k = getattr(mod.k, "ufunc", mod.k)
         _LOOPS[id(k)] = mod.kl
-        _SUMS[id(k)] = mod.kr
+        if whole_sum:
+            _SUMS[id(k)] = mod.kr
         return k
 
     return _once(("fused", src), make), src
