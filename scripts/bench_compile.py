@@ -13,6 +13,8 @@ import argparse
 import statistics
 import time
 
+import numba
+
 import nbgrad
 from nbgrad.bench import workloads as W
 
@@ -29,12 +31,14 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("-k", default="", help="only the workloads whose name contains this")
     a = p.parse_args(argv)
     try:
         import torch
     except ImportError:
         torch = None
     if a.threads:
+        numba.set_num_threads(a.threads)  # (the fused kernels of large regions are parallel)
         if torch is not None:
             torch.set_num_threads(a.threads)
         try:
@@ -52,6 +56,8 @@ def main(argv=None):
     ]
     print("%-22s %12s %12s %12s  %s" % ("workload", "compiled", "eager", "torch", "ratios"))
     for name, make, sizes, reps in cases:
+        if a.k not in name:
+            continue
         eager = make(nbgrad, **sizes)
         comp = nbgrad.compile(make(nbgrad, **sizes))
         t0 = time.perf_counter()

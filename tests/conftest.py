@@ -57,6 +57,9 @@ def _default_dtype():
 
 
 def pytest_collection_modifyitems(items):
+    # the simulator run goes on beside the suite (pytest_collection_finish): its test, which
+    # waits for it, goes last
+    items.sort(key=lambda item: item.name == "test_cuda_folder_passes_under_the_simulator")
     reason = None
     for item in items:
         if "/tests/cuda/" in str(item.fspath).replace(os.sep, "/"):
@@ -65,3 +68,23 @@ def pytest_collection_modifyitems(items):
                 reason = _gpu_reason()
             if reason:
                 item.add_marker(pytest.mark.skip(reason=reason))
+
+
+_SUITE = []  # tests/test_cuda_suite.py, once its simulator run is started
+
+
+def pytest_collection_finish(session):
+    """Start tests/cuda under the simulator now, beside the rest of the run, when its test is
+    selected (tests/test_cuda_suite.py)."""
+    if session.config.option.collectonly:
+        return
+    for item in session.items:
+        if item.name == "test_cuda_folder_passes_under_the_simulator":
+            item.module.launch()  # (does nothing without numba-cuda: the test skips)
+            _SUITE.append(item.module)
+            return
+
+
+def pytest_sessionfinish(session):
+    for suite in _SUITE:
+        suite.stop()

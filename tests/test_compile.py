@@ -616,6 +616,86 @@ def test_large_regions_take_the_loop_kernel_with_the_same_results(dtype, monkeyp
     assert len(loops) == 3  # the replay's forward and both input gradients
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_large_regions_run_parallel_kernels_with_bit_identical_results(dtype, monkeypatch):
+    """NOTE [parallel fused kernels]: with two Numba threads a region at or above
+    ``PARALLEL_MIN`` elements runs its prange twins (the loop kernel and the whole-sum kernel),
+    and every value and gradient is the serial kernels' to the bit; one thread stays serial."""
+    import sys
+
+    import numba
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("Numba has one thread on this machine")
+    fuse_mod = sys.modules["nbgrad.compile.fuse"]
+    monkeypatch.setattr(fuse_mod, "PARALLEL_MIN", 1 << 16)  # (small shapes in CI)
+    used = []
+    for name in ("cpu_loop_parallel", "cpu_sum_parallel"):
+        real = getattr(fuse_mod, name)
+        monkeypatch.setattr(fuse_mod, name, lambda k, n=name, r=real: used.append(n) or r(k))
+    n = 3 * 65536 + 4097  # chunks and 4096-blocks with ragged ends
+    rng = np.random.default_rng(5)
+    x = T.tensor(rng.standard_normal(n).astype(dtype), requires_grad=True)
+    b = T.tensor(rng.standard_normal(n).astype(dtype), requires_grad=True)
+
+    def f(x, b):
+        y = gelu(x) * b + x.sigmoid()
+        s = y.sum()
+        s.backward()
+        return s, (x * b).tanh()
+
+    cf = T.compile(f)
+    cf(x, b)  # the capture (eager)
+    before = numba.get_num_threads()
+    got = {}
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(threads)
+            used.clear()
+            x.grad = b.grad = None
+            s, y = cf(x, b)
+            got[threads] = (s.detach().numpy(), y.detach().numpy(), x.grad.numpy(), b.grad.numpy())
+            assert sorted(set(used)) == ([] if threads == 1 else
+                                         ["cpu_loop_parallel", "cpu_sum_parallel"])  # fmt: skip
+    finally:
+        numba.set_num_threads(before)
+    for serial, parallel in zip(got[1], got[2]):
+        assert serial.tobytes() == parallel.tobytes()
+    x.grad = b.grad = None
+    s, y = f(x, b)
+    tol = dict(rtol=1e-4, atol=1e-5) if dtype == "float32" else dict(rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(got[2][0], s.detach().numpy(), **tol)
+    np.testing.assert_allclose(got[2][1], y.detach().numpy(), **tol)
+    np.testing.assert_allclose(got[2][2], x.grad.numpy(), **tol)
+
+
+def test_parallel_kernels_only_where_they_are_safe(monkeypatch):
+    """Serial below the size threshold, with one thread, under the workqueue layer (not
+    thread-safe) and in a child forked after the parent started OpenMP's threads."""
+    import os
+    import sys
+
+    import numba
+
+    fuse_mod = sys.modules["nbgrad.compile.fuse"]
+    big = fuse_mod.PARALLEL_MIN
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        assert not fuse_mod._parallel(big)
+    finally:
+        numba.set_num_threads(before)
+    if before < 2:
+        pytest.skip("Numba has one thread on this machine")
+    assert not fuse_mod._parallel(big - 1)
+    monkeypatch.setattr(fuse_mod, "_PAR", [os.getpid(), "omp"])
+    assert fuse_mod._parallel(big)
+    monkeypatch.setattr(fuse_mod, "_PAR", [os.getpid(), "workqueue"])
+    assert not fuse_mod._parallel(big)
+    monkeypatch.setattr(fuse_mod, "_PAR", [os.getpid() + 1, "omp"])  # (as in a forked child)
+    assert not fuse_mod._parallel(big)
+
+
 def test_nested_compiled_functions_and_other_threads_are_not_recorded_twice():
     import threading
 

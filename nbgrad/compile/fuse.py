@@ -18,12 +18,20 @@ backward between breakpoints is fused.
 
 import ast
 import math
+import os
 
+import numba
 import numpy as np
 
 from .._tensor import Tensor
 from ..grad_mode import STATE
-from ..kernels.build import cpu_loop, cpu_sum, fused_kernel
+from ..kernels.build import (
+    cpu_loop,
+    cpu_loop_parallel,
+    cpu_sum,
+    cpu_sum_parallel,
+    fused_kernel,
+)
 from ..kernels.cpu.reduce import sum_fwd_cpu
 from ..ops import dispatch
 from ..ops.formula import partials_of
@@ -266,6 +274,24 @@ def _flat(arrays, shape):
     return flat
 
 
+PARALLEL_MIN = 1 << 20  # elements (NOTE [parallel fused kernels] in kernels/build.py)
+_PAR = [None, None]  # [the process that first ran a parallel kernel, the threading layer]
+
+
+def _parallel(n):
+    """Whether a region of ``n`` elements runs its parallel kernel: a million elements or
+    more, more than one Numba thread (``numba.set_num_threads(1)`` keeps every fused kernel
+    serial), a thread-safe threading layer (workqueue aborts the process when two Python
+    threads run parallel kernels, NUMBA-NOTES 3.2), and not in a child forked after this
+    process started OpenMP's threads (GNU OpenMP cannot run there)."""
+    if n < PARALLEL_MIN or numba.get_num_threads() < 2:
+        return False
+    pid = os.getpid()
+    if _PAR[0] is None:
+        _PAR[0], _PAR[1] = pid, numba.threading_layer()  # (started by get_num_threads)
+    return _PAR[0] == pid and _PAR[1] != "workqueue"
+
+
 def _call(kern, arrays):
     """``kern(*arrays)``, through its loop kernel when every operand is contiguous with the
     result's shape or a broadcast scalar (sum's gradient) and the work is large enough to pay
@@ -276,7 +302,8 @@ def _call(kern, arrays):
         flat = _flat(arrays, shape)
         if flat and any(type(f) is np.ndarray for f in flat):
             out = np.empty(shape, a0.dtype)
-            cpu_loop(kern)(out.reshape(-1), *flat)
+            loop = cpu_loop_parallel(kern) if _parallel(out.size) else cpu_loop(kern)
+            loop(out.reshape(-1), *flat)
             return out
     r = kern(*arrays)
     return r if type(r) is np.ndarray else np.asarray(r)
@@ -289,7 +316,9 @@ def _sum(kern, arrays):
     flat = _flat(arrays, shape)
     dtype = arrays[0].dtype
     if flat is not None:
-        return np.asarray(cpu_sum(kern)(math.prod(shape), *flat), dtype)
+        n = math.prod(shape)
+        total = cpu_sum_parallel(kern) if _parallel(n) else cpu_sum(kern)
+        return np.asarray(total(n, *flat), dtype)
     r = _call(kern, arrays)
     out = np.zeros((1, 1), dtype)
     if r.size:

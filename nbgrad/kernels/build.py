@@ -335,6 +335,8 @@ def cpu_kernel(tag, params, expr, dtype, param_types=None):
 
 _LOOPS = {}  # id(ufunc from cpu_kernel) -> its loop kernel (the ufuncs live in _KERNELS)
 _SUMS = {}  # id(ufunc from fused_kernel) -> its whole-sum kernel
+_PAR_LOOPS = {}  # id(ufunc from fused_kernel) -> its parallel loop kernel
+_PAR_SUMS = {}  # id(ufunc from fused_kernel) -> its parallel whole-sum kernel
 
 
 def cpu_loop(k):
@@ -348,6 +350,17 @@ def cpu_sum(k):
     """The whole-sum kernel ``kr(n, *args)`` of a fused region's ufunc ``k`` (same argument
     rules as ``cpu_loop``; returns a float)."""
     return _SUMS[id(k)]
+
+
+def cpu_loop_parallel(k):
+    """The parallel loop kernel ``klp`` of a fused region's ufunc ``k`` (NOTE [parallel fused
+    kernels]; arguments as ``cpu_loop``)."""
+    return _PAR_LOOPS[id(k)]
+
+
+def cpu_sum_parallel(k):
+    """The parallel whole-sum kernel ``krp`` of a fused region's ufunc ``k``."""
+    return _PAR_SUMS[id(k)]
 
 
 def cuda_kernel(tag, params, expr, dtype, param_types=None):
@@ -384,9 +397,40 @@ def fused_source(params, stmts, dtype, whole_sum=False):
             "T = %s" % NP_TYPES[dtype],
             "",
             *_cpu_module(params, body, nt, ", ".join([nt] * len(params))),
+            *_parallel_loop_kernel(params),
             *(_sum_kernel(params) if whole_sum else ()),
         ]
     )
+
+
+# NOTE [parallel fused kernels]: a fused region over a million elements or more runs its loop
+# (or whole-sum) kernel in chunks under ``prange`` when Numba has more than one thread
+# (compile/fuse.py ``_parallel``).  Chunks of 64K elements (NUMBA-NOTES 3.1: break-even on two
+# cores is 16K-64K; a million leaves launch cost and timeslice stalls small beside the work).
+# The sum kernel keeps one float64 partial per 4096-element block and adds them in block order
+# afterwards: the same additions in the same order as the serial ``kr``, so the result is
+# bit-identical whatever the thread count.  Compiled on first use only (parallel=True compiles
+# about 4x slower than serial, NUMBA-NOTES 1.2), i.e. never for a region smaller than that.
+PARALLEL_CHUNK = 65536
+
+
+def _parallel_loop_kernel(params):
+    """``klp(out_, *params)``: ``kl`` over chunks of ``PARALLEL_CHUNK`` under ``prange``."""
+    fm = "set(%r)" % sorted(FASTMATH)
+    return [
+        "from numba import prange",
+        "from nbgrad.kernels.cpu.vformula import sl",
+        "",
+        "@njit(nogil=True, error_model='numpy', fastmath=%s, cache=%s, parallel=True)"
+        % (fm, _config.USE_DISK_CACHE),
+        "def klp(out_, %s):" % ", ".join(params),
+        "    n_ = out_.size",
+        "    for c in prange((n_ + %d) // %d):" % (PARALLEL_CHUNK - 1, PARALLEL_CHUNK),
+        "        b = c * %d" % PARALLEL_CHUNK,
+        "        m = min(%d, n_ - b)" % PARALLEL_CHUNK,
+        "        kl(out_[b : b + m], %s)" % ", ".join("sl(%s, b, m)" % p for p in params),
+        "",
+    ]
 
 
 def _sum_kernel(params):
@@ -413,6 +457,24 @@ def _sum_kernel(params):
         "        s += _row_sum(buf, m)",
         "    return s",
         "",
+        "@njit(nogil=True, error_model='numpy', fastmath=%s, cache=%s, parallel=True)"
+        % (fm, _config.USE_DISK_CACHE),
+        "def krp(n_, %s):" % plist,
+        "    nb = (n_ + 4095) // 4096",
+        "    part = np.empty(nb, np.float64)",
+        "    per = %d // 4096" % PARALLEL_CHUNK,
+        "    for c in prange((nb + per - 1) // per):",
+        "        buf = np.empty(4096, T)",
+        "        for j in range(c * per, min(nb, c * per + per)):",
+        "            b = j * 4096",
+        "            m = min(4096, n_ - b)",
+        "            kl(buf[:m], %s)" % ", ".join("sl(%s, b, m)" % p for p in params),
+        "            part[j] = _row_sum(buf, m)",
+        "    s = 0.0",
+        "    for j in range(nb):  # block order: the serial kr's additions",
+        "        s += part[j]",
+        "    return s",
+        "",
     ]
 
 
@@ -427,8 +489,10 @@ def fused_kernel(tag, params, stmts, dtype, whole_sum=False):
         mod = load_module(_safe(tag), src)
         k = getattr(mod.k, "ufunc", mod.k)
         _LOOPS[id(k)] = mod.kl
+        _PAR_LOOPS[id(k)] = mod.klp
         if whole_sum:
             _SUMS[id(k)] = mod.kr
+            _PAR_SUMS[id(k)] = mod.krp
         return k
 
     return _once(("fused", src), make), src
