@@ -4,7 +4,8 @@ The simulator runs kernels as Python, so it cannot catch what only the CUDA comp
 (device-side typing, unsupported functions such as ``np.exp`` in a kernel, non-constant shared
 array shapes).  This compiles, for float32 and float64, every registry pointwise formula and
 fused backward partial (both the flat and the strided variant), the comparison formulas, and
-the copy / fill / triangle kernels through numba-cuda's front end and lowering (no NVVM, no
+the copy / fill / triangle kernels, and the kernels of a few regions ``nbgrad.compile`` fuses
+(NOTE [fused regions on CUDA]), through numba-cuda's front end and lowering (no NVVM, no
 driver).  Run: ``python scripts/check_cuda_lowering.py`` (prints ``OK <n> FAILED 0``).  The
 hand-written twins were checked the same way when they were written (docs/gpu.md).
 """
@@ -111,6 +112,45 @@ for dtype in ("float32", "float64"):
         S._tri_kernel.py_func,
         (arr(dt), arr(dt), i64, i64, i64, types.boolean, dt),
     )
+
+
+def _fused_regions():
+    """The regions nbgrad.compile fuses in a few steps (captured on the CPU: a region's
+    statements do not depend on the device), for the CUDA kernels of NOTE [fused regions on
+    CUDA]: forward and per-input backward statements."""
+    import math
+
+    import numpy as np
+
+    import nbgrad as T
+
+    rng = np.random.default_rng(0)
+    # (more than 1,024 elements: a smaller elementwise step lowers to a scalar tape instead)
+    x = T.tensor(rng.standard_normal(2048), requires_grad=True)
+    h = T.tensor(rng.standard_normal((2, 2048)), requires_grad=True)
+    c = math.sqrt(2 / math.pi)
+    steps = [
+        lambda: (0.5 * x * (1 + T.tanh(c * (x + 0.044715 * x * x * x)))).sum().backward(),
+        lambda: ((h + x).relu() * 0.5 + h.sigmoid()).exp().sum().backward(),
+        lambda: ((x * x + 1).log() - x.abs().sqrt() / 3).clamp(-1, 1).sum().backward(),
+        lambda: T.where(h > 0, h.sin(), h.cos() * 2).pow(2).sum().backward(),
+    ]
+    regions = []
+    for step in steps:
+        cf = T.compile(step)
+        cf()
+        regions += [reg for recs in cf._records.values() for r in recs for reg in r.regions]
+    assert len(regions) >= len(steps) and all(hasattr(reg, "fwd_stmts") for reg in regions)
+    return regions
+
+
+for dtype in ("float32", "float64"):
+    for n, reg in enumerate(_fused_regions()):
+        gen("fused%d" % n, reg.params, tuple(reg.fwd_stmts), dtype, {}, ["a"] * len(reg.params))
+        for k, stmts in enumerate(reg.bwd_stmts):
+            if stmts is not None:
+                params = ["g"] + reg.params
+                gen("fused%d_bwd%d" % (n, k), params, tuple(stmts), dtype, {}, ["a"] * len(params))
 print("OK", ok, "FAILED", bad)
 for f in fails[:30]:
     print(f)

@@ -1,7 +1,7 @@
 """Fusion: chains of pointwise ops in a captured program become one generated Numba kernel.
 
-A *region* is a set of recorded pointwise-op events (float32/float64 on the CPU, every tensor
-operand of the result's dtype) joined through *internal* values: values produced in the region
+A *region* is a set of recorded pointwise-op events (float32/float64, every tensor operand of
+the result's dtype and device) joined through *internal* values: values produced in the region
 whose every use is another event of the region, and that nothing else sees (no hook, read,
 call, or the function's result).  Each region has one result.  Its forward is one ufunc built
 from the registry's formula strings, one statement per op (``kernels/build.py:fused_kernel``),
@@ -10,6 +10,12 @@ which recomputes the forward statements and accumulates ``g * partial`` through 
 reverse, from the registry's partial strings.  The replay records one node for the region,
 ``CompiledFunctionBackward`` (torch.compile's name), saving the region's inputs with their
 versions, so in-place errors stay errors.
+
+NOTE [fused regions on CUDA]: a region of CUDA tensors is the same statements compiled by the
+CUDA elementwise generator (kernels/cuda/elementwise.py: one device function, grid-stride
+kernels that read strided and broadcast operands where they lie), forward and per-input
+backward: one launch each instead of one per op.  The CPU-only parts: the closing whole-tensor
+sum (on CUDA it stays its own op), the loop and parallel kernels.
 
 NOTE [hooks are breakpoints]: a value a hook is registered on (tensor hook, retain_grad, node
 hook) is never internal, so every hook sees the tensor and gradient eager mode gives it; the
@@ -23,6 +29,7 @@ import os
 import numba
 import numpy as np
 
+from .._devarray import DeviceArray
 from .._tensor import Tensor
 from ..grad_mode import STATE
 from ..kernels.build import (
@@ -68,7 +75,8 @@ def fusible(ev, vals):
     op, operands, attrs = got
     out = vals[ev.outs.i]
     dt = out._dtype.name
-    if dt not in _FLOATS or type(out._data) is not np.ndarray:
+    kind = type(out._data)  # NOTE [fused regions on CUDA]: a numpy array or a DeviceArray
+    if dt not in _FLOATS or (kind is not np.ndarray and kind is not DeviceArray):
         return False
     if len(operands) != len(op.args) or len(attrs) != len(op.attrs):
         return False
@@ -77,7 +85,7 @@ def fusible(ev, vals):
             t = vals[a.i] if isinstance(a, Ref) else a
             if not isinstance(t, Tensor):  # a value read into Python (it may change)
                 return False
-            if t._dtype.name != dt or type(t._data) is not np.ndarray:
+            if t._dtype.name != dt or type(t._data) is not kind:  # (a CPU 0-d operand)
                 return False
         elif type(a) not in (int, float):  # a bool/complex scalar
             return False
@@ -104,8 +112,9 @@ class Region:
     """A fused region: ``events`` (in program order), ``inputs`` (operand keys, see ``_key``),
     ``out`` (a value index)."""
 
-    def __init__(self, events, inputs, out, dtype, needs, share=True):
+    def __init__(self, events, inputs, out, dtype, needs, share=True, cuda=False):
         self.events = events  # all of them, for explain() and the create_graph path
+        self.cuda = cuda
         self.inputs = inputs
         self.out = out
         self.dtype = dtype
@@ -132,8 +141,8 @@ class Region:
             name[ev.outs.i] = tname
         self.params = params
         tag = "fused_" + "_".join(_opname(ev) for ev in events[:6])
-        self.fwd, self.fwd_src = fused_kernel(tag, params, self.fwd_stmts, dtype, self.reduce)
-        self.bwd, self.bwd_src = [], []
+        self.fwd, self.fwd_src = self._kernel(tag, params, self.fwd_stmts, self.reduce)
+        self.bwd, self.bwd_src, self.bwd_stmts = [], [], []
         # NOTE [one kernel per distinct gradient]: inputs whose gradients are the same
         # expression (``relu(h + b)``: h's and b's, before b's is reduced to its shape) share
         # one kernel and one result array, as PyTorch's AddBackward passes one grad to both.
@@ -143,7 +152,7 @@ class Region:
         self.same_as = [None] * len(inputs)
         made = {}  # resolved gradient name -> the first input that computes it
         for k in range(len(inputs)):
-            kern = src = None
+            kern = src = stmts = None
             if needs[k]:
                 stmts = self._backward_stmts(name, k)
                 target = _resolve_alias(stmts) if share else k
@@ -151,10 +160,31 @@ class Region:
                     self.same_as[k] = made[target]
                 else:
                     made[target] = k
-                    kern, src = fused_kernel(tag + "_bwd%d" % k, ["g"] + params, stmts, dtype)
+                    kern, src = self._kernel(tag + "_bwd%d" % k, ["g"] + params, stmts)
             self.bwd.append(kern)
             self.bwd_src.append(src)
+            self.bwd_stmts.append(stmts if kern is not None else None)
         self.nodename = "CompiledFunctionBackward"
+
+    def _kernel(self, tag, params, stmts, whole_sum=False):
+        """``(kernel, source)`` of one fused function: the CPU ufunc (with its loop and sum
+        kernels), or on CUDA the plan ``_exec`` hands to the elementwise kernels (compiled
+        there on first use; the source is shown for operands that are all device arrays,
+        what a region's inputs and gradient always are)."""
+        if not self.cuda:
+            return fused_kernel(tag, params, stmts, self.dtype, whole_sum)
+        from ..kernels.cuda import elementwise  # (loaded with the first CUDA op already)
+
+        plan = (tag + "_cuda", tuple(params), tuple(stmts))
+        return plan, elementwise.fused_source(plan[1], plan[2], self.dtype)
+
+    def _exec(self, kern, arrays):
+        """Run a kernel of ``_kernel`` on the operands (arrays of the region's device)."""
+        if not self.cuda:
+            return _call(kern, arrays)
+        from ..kernels.cuda import elementwise
+
+        return elementwise.run(kern[0], kern[1], kern[2], self.dtype, arrays)
 
     def _backward_stmts(self, name, k):
         """Forward statements, then reverse accumulation of ``g`` to input ``k``."""
@@ -203,7 +233,7 @@ class Region:
     # -- replay ----------------------------------------------------------------------------
     def run(self, *tensors):
         arrays = [t._data for t in tensors]
-        out = _sum(self.fwd, arrays) if self.reduce else _call(self.fwd, arrays)
+        out = _sum(self.fwd, arrays) if self.reduce else self._exec(self.fwd, arrays)
         if not STATE.enabled or not any(t._requires_grad for t in tensors):
             return Tensor._make(out)
         saved = {"p%d" % k: t for k, t in enumerate(tensors)}
@@ -215,7 +245,7 @@ class Region:
             return self._vjp_graph(node, g)
         arrays = [node.array("p%d" % k) for k in range(len(self.inputs))]
         garr = g._data
-        if garr.dtype != arrays[0].dtype:
+        if garr.dtype != arrays[0].dtype and not self.cuda:  # (CUDA kernels cast on load)
             garr = garr.astype(arrays[0].dtype)
         outs = []
 
@@ -228,9 +258,9 @@ class Region:
             if j is not None:
                 r = done.get(j)
                 if r is None:
-                    r = done[j] = _call(self.bwd[j], [garr] + arrays)
+                    r = done[j] = self._exec(self.bwd[j], [garr] + arrays)
             else:
-                r = done[k] = _call(kern, [garr] + arrays)
+                r = done[k] = self._exec(kern, [garr] + arrays)
             outs.append(Tensor._make(r))
         return tuple(outs)
 
@@ -280,15 +310,17 @@ _PAR = [None, None]  # [the process that first ran a parallel kernel, the thread
 
 def _parallel(n):
     """Whether a region of ``n`` elements runs its parallel kernel: a million elements or
-    more, more than one Numba thread (``numba.set_num_threads(1)`` keeps every fused kernel
-    serial), a thread-safe threading layer (workqueue aborts the process when two Python
-    threads run parallel kernels, NUMBA-NOTES 3.2), and not in a child forked after this
-    process started OpenMP's threads (GNU OpenMP cannot run there)."""
-    if n < PARALLEL_MIN or numba.get_num_threads() < 2:
+    more, a thread-safe threading layer (workqueue aborts the process when two Python threads
+    run parallel kernels, NUMBA-NOTES 3.2), and not in a child forked after this process
+    started OpenMP's threads (GNU OpenMP cannot run there).  Not the thread count: with one
+    thread (``numba.set_num_threads(1)``) the same kernel runs its chunks in turn, so a result
+    does not depend on the thread count (NOTE [parallel fused kernels])."""
+    if n < PARALLEL_MIN:
         return False
     pid = os.getpid()
     if _PAR[0] is None:
-        _PAR[0], _PAR[1] = pid, numba.threading_layer()  # (started by get_num_threads)
+        numba.get_num_threads()  # (starts the threading layer)
+        _PAR[0], _PAR[1] = pid, numba.threading_layer()
     return _PAR[0] == pid and _PAR[1] != "workqueue"
 
 
@@ -386,6 +418,7 @@ def fuse(cap, outputs_used):
         and ev.args[0].i in producer
         and ev.outs.i not in cap.node_hooked
         and vals[ev.outs.i]._dtype is vals[ev.args[0].i]._dtype
+        and type(vals[ev.args[0].i]._data) is np.ndarray  # (CUDA: the sum stays its own op)
     }
     uses = {}
     for n, ev in enumerate(events):
@@ -449,7 +482,8 @@ def fuse(cap, outputs_used):
             or (isinstance(a, Ref) and a.i in cap.boundary)
             for a in operands
         )
-        reg = Region(evs, inputs, res, dtype, needs, share)
+        cuda = type(vals[res]._data) is DeviceArray
+        reg = Region(evs, inputs, res, dtype, needs, share, cuda)
         ev = Event("fused", "fused[%d]" % len(evs), reg.run, tuple(operands), None, Ref(res),
                    None)  # fmt: skip
         ev.region = reg

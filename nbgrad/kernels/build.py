@@ -404,13 +404,16 @@ def fused_source(params, stmts, dtype, whole_sum=False):
 
 
 # NOTE [parallel fused kernels]: a fused region over a million elements or more runs its loop
-# (or whole-sum) kernel in chunks under ``prange`` when Numba has more than one thread
-# (compile/fuse.py ``_parallel``).  Chunks of 64K elements (NUMBA-NOTES 3.1: break-even on two
-# cores is 16K-64K; a million leaves launch cost and timeslice stalls small beside the work).
-# The sum kernel keeps one float64 partial per 4096-element block and adds them in block order
-# afterwards: the same additions in the same order as the serial ``kr``, so the result is
-# bit-identical whatever the thread count.  Compiled on first use only (parallel=True compiles
-# about 4x slower than serial, NUMBA-NOTES 1.2), i.e. never for a region smaller than that.
+# (or whole-sum) kernel in chunks under ``prange`` on Numba's threads (compile/fuse.py
+# ``_parallel``).  Chunks of 64K elements (NUMBA-NOTES 3.1: break-even on two cores is
+# 16K-64K; a million leaves launch cost and timeslice stalls small beside the work).  The
+# chunks are fixed, not a share per thread, and the same kernel runs with one thread, so the
+# results do not depend on the thread count.  That is why one thread does not switch back to
+# ``kl``: numba 0.61 compiled the chunked call differently from ``kl`` over the whole array,
+# and 616 of 200K float64 gradient elements of a GELU region differed in the last bit.  The
+# sum kernel keeps one float64 partial per 4096-element block and adds them in block order
+# afterwards.  Compiled on first use only (parallel=True compiles about 4x slower than serial,
+# NUMBA-NOTES 1.2), i.e. never for a region smaller than that.
 PARALLEL_CHUNK = 65536
 
 

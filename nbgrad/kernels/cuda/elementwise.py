@@ -21,7 +21,7 @@ from .. import build
 from .array import DeviceArray, c_strides, empty
 from .config import grid
 
-__all__ = ["MAXD", "run", "copy_strided", "assign", "broadcast_shape"]
+__all__ = ["MAXD", "run", "fused_source", "copy_strided", "assign", "broadcast_shape"]
 
 MAXD = 8  # dims of the index decomposition (shapes are left-padded with 1s)
 _KERNELS = {}
@@ -37,9 +37,15 @@ def _pad(seq, fill):
 
 
 def _source(params, kinds, expr, dtype, param_types):
-    """``kinds[p]``: 'a' (device array operand) or 's' (scalar argument)."""
-    body = build.typed_expr(build.select_form(expr), False)
+    """``kinds[p]``: 'a' (device array operand) or 's' (scalar argument).  ``expr``: one
+    formula string, or the statements ``((name, expr), ...)`` of a region fused by
+    ``nbgrad.compile`` (evaluated in order; the last name is the result)."""
     plist = ", ".join(params)
+    if isinstance(expr, str):
+        fbody = ["    return %s" % build.typed_expr(build.select_form(expr), False)]
+    else:
+        fbody = ["    %s = %s" % (n, build.typed_expr(build.select_form(e), False))
+                 for n, e in expr] + ["    return %s" % expr[-1][0]]  # fmt: skip
 
     def load(p, idx):
         v = "b_%s[%s]" % (p, idx) if kinds[p] == "a" else p
@@ -59,7 +65,7 @@ def _source(params, kinds, expr, dtype, param_types):
         "",
         "@cuda.jit(device=True)",
         "def f(%s):" % plist,
-        "    return %s" % body,
+        *fbody,
         "",
         "@cuda.jit",
         "def kf(n, ob, oo, %s):" % ", ".join(sig),
@@ -116,8 +122,15 @@ def broadcast_shape(shapes):
     return tuple(out)
 
 
+def fused_source(params, stmts, dtype):
+    """The module ``run`` compiles for a region fused by ``nbgrad.compile`` (statements
+    ``((name, expr), ...)``) whose operands are all device arrays: ``explain()`` shows it."""
+    return _source(tuple(params), dict.fromkeys(params, "a"), tuple(stmts), dtype, {})
+
+
 def run(tag, params, expr, dtype, values, *, out_dtype=None, param_types=None, out=None):
-    """Evaluate ``expr`` elementwise: ``values`` in ``params`` order, each a ``DeviceArray``
+    """Evaluate ``expr`` (a formula, or a fused region's statements: ``_source``)
+    elementwise: ``values`` in ``params`` order, each a ``DeviceArray``
     or a Python scalar; compute dtype ``dtype`` (a numpy dtype name).  Returns a new dense
     ``DeviceArray`` of the broadcast shape and ``out_dtype`` (default ``dtype``), or writes
     into the (possibly strided) ``DeviceArray`` ``out`` and returns it.  Raises ValueError when
