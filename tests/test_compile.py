@@ -1291,3 +1291,44 @@ def test_an_array_made_by_unrecorded_code_is_a_graph_break():
         xk = x * (k + 1)
         np.testing.assert_allclose(cf(xk).numpy(), f(xk).numpy(), rtol=1e-6, atol=1e-6)
     assert "an array made by code nbgrad.compile does not record" in cf.explain()
+
+
+@pytest.mark.parametrize(
+    "act",
+    [
+        lambda F, h: F.elu(h, alpha=1.5, inplace=True),
+        lambda F, h: F.leaky_relu(h, 0.2, inplace=True),
+        lambda F, h: F.hardtanh(h, -0.5, 0.7, inplace=True),
+        lambda F, h: F.silu(h, inplace=True),
+        lambda F, h: F.mish(h, inplace=True),
+        lambda F, h: F.relu(h, inplace=True),
+    ],
+    ids=["elu", "leaky_relu", "hardtanh", "silu", "mish", "relu"],
+)
+def test_inplace_functional_activations_are_recorded_not_graph_breaks(act):
+    """``F.elu(x, inplace=True)`` and the other in-place activations write through
+    autograd/inplace.py: recorded as a call and replayed, with eager's values and gradients
+    (before, the written tensor was untracked code: a graph break, the rest eager)."""
+    F = T.nn.functional
+    x = T.tensor(np.linspace(-2, 2, 12).reshape(3, 4), requires_grad=True)
+
+    def f(x):
+        h = x * 2
+        act(F, h)
+        y = (h * 1.25 + 0.5).sin()
+        y.sum().backward()
+        return y, h
+
+    want = [t.detach().numpy().copy() for t in f(x)]
+    want_g = x.grad.numpy().copy()
+    cf = T.compile(f)
+    for _ in range(2):
+        x.grad = None
+        got = [t.detach().numpy() for t in cf(x)]
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(x.grad.numpy(), want_g, rtol=1e-12, atol=1e-14)
+    assert cf.stats["replays"] == 1 and cf.stats["resumes"] == 0
+    (rec,) = next(iter(cf._records.values()))
+    assert [ev.kind for ev in rec.events].count("break") == 0
+    assert [ev.name for ev in rec.raw if ev.kind == "call"][0] in ("inplace", "Tensor.relu_")

@@ -727,6 +727,11 @@ def start(cap):
     from ..ops.nn import norm  # cycle: compile sits above ops
 
     patch(norm, "batch_norm_stats", _call_patch(cap, "batch_norm_stats", norm.batch_norm_stats))
+    # nn.functional's in-place activations (``F.elu(x, inplace=True)``, relu6, leaky_relu, ...)
+    # write through autograd/inplace.py like Tensor's in-place methods: a call, replayed
+    from ..autograd import inplace as inplace_mod
+
+    patch(inplace_mod, "inplace", _call_patch(cap, "inplace", inplace_mod.inplace))
     stack = [Optimizer]
     while stack:
         cls = stack.pop()

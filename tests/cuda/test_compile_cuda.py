@@ -99,3 +99,74 @@ def test_cuda_region_keeps_in_place_errors():
         a.add_(1)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+def _pointwise_cases():
+    from nbgrad.ops.registry import REGISTRY
+    from nbgrad.testing.op_db import OP_DB
+
+    cases = []
+    for info in OP_DB:
+        op = REGISTRY.get(info.name)
+        if info.grad and op is not None and op.kind == "pointwise" and op.formula is not None:
+            cases.append((info, info.samples[0]))
+    return cases
+
+
+POINTWISE = _pointwise_cases()
+FUSED_OPS = set()  # the op names seen inside CUDA regions (checked by the test after these)
+
+
+@pytest.mark.parametrize("case", POINTWISE, ids=[c[0].name for c in POINTWISE])
+def test_pointwise_ops_fuse_on_cuda_with_the_cpu_values_and_gradients(case):
+    """Each differentiable pointwise registry op (its first op-table sample, float64), chained
+    with three more ops so that it lands in a fused region: the compiled replay on CUDA gives
+    the eager CPU values and gradients, with the regions the CPU replay fuses (the fusion
+    decisions do not depend on the device; ``where`` and ``masked_fill`` take a bool operand
+    and stay ops on both)."""
+    from nbgrad.testing.op_db import materialize
+
+    info, sample = case
+
+    def f(*a):
+        out = info.fn(T, *a)
+        return (out * 1.25 + 0.5).sin()
+
+    def run(fn, device):
+        leaves, args = materialize(T, sample, "float64", True)
+        if device == "cuda":
+            moved = [a.detach().cuda().requires_grad_(a.requires_grad)
+                     if isinstance(a, T.Tensor) else a for a in args]  # fmt: skip
+            leaves = [a for a in moved if isinstance(a, T.Tensor) and a.requires_grad]
+            args = moved
+        y = fn(*args)
+        y.backward(T.ones_like(y))
+        return y.detach().cpu().numpy(), [t.grad.cpu().numpy() if t.grad is not None else None
+                                          for t in leaves]  # fmt: skip
+
+    want_y, want_g = run(f, "cpu")
+    on_cpu = T.compile(f)
+    run(on_cpu, "cpu")
+    cf = T.compile(f)
+    run(cf, "cuda")  # capture
+    got_y, got_g = run(cf, "cuda")
+    assert cf.stats["replays"] == 1
+    fused = [[ev.name for ev in reg.events] for reg in _regions(cf)]
+    assert fused == [[ev.name for ev in reg.events] for reg in _regions(on_cpu)]
+    assert all(reg.cuda for reg in _regions(cf))
+    FUSED_OPS.update(name for names in fused for name in names)
+    np.testing.assert_allclose(got_y, want_y, rtol=1e-10, atol=1e-12, equal_nan=True)
+    for a, b in zip(got_g, want_g):
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-11, equal_nan=True)
+
+
+def test_most_pointwise_ops_were_fused_on_cuda():
+    """Most ops of the table above joined a CUDA region themselves (not only the chain after
+    them); runs after it (pytest keeps file order)."""
+    ran = [info.name for info, _ in POINTWISE]
+    if len(FUSED_OPS) == 0:
+        pytest.skip("the parametrized test above did not run in this session")
+    inside = [name for name in ran if name in FUSED_OPS]
+    assert len(inside) >= 0.85 * len(ran), sorted(set(ran) - FUSED_OPS)
