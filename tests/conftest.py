@@ -76,7 +76,8 @@ _SUITE = []  # tests/test_cuda_suite.py, once its simulator run is started
 def pytest_collection_finish(session):
     """Start tests/cuda under the simulator now, beside the rest of the run, when its test is
     selected (tests/test_cuda_suite.py)."""
-    if session.config.option.collectonly:
+    # (under pytest-xdist every worker collects every test: the one that runs it starts it)
+    if session.config.option.collectonly or os.environ.get("PYTEST_XDIST_WORKER"):
         return
     for item in session.items:
         if item.name == "test_cuda_folder_passes_under_the_simulator":

@@ -1332,3 +1332,31 @@ def test_inplace_functional_activations_are_recorded_not_graph_breaks(act):
     (rec,) = next(iter(cf._records.values()))
     assert [ev.kind for ev in rec.events].count("break") == 0
     assert [ev.name for ev in rec.raw if ev.kind == "call"][0] in ("inplace", "Tensor.relu_")
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_child_forked_after_numba_started_its_threads_runs_large_regions(monkeypatch):
+    """GNU OpenMP terminates a forked child that runs it after the parent started it (even by
+    ``numba.get_num_threads()``, without any parallel kernel): the child runs the plain loop
+    kernels, with the parent's results."""
+    import os
+    import sys
+
+    import numba
+
+    fuse_mod = sys.modules["nbgrad.compile.fuse"]
+    monkeypatch.setattr(fuse_mod, "PARALLEL_MIN", 1 << 16)
+    numba.get_num_threads()  # starts the threading layer here
+    x = T.tensor(np.random.default_rng(0).standard_normal(70000))
+    cf = T.compile(lambda x: ((x * 1.5).tanh() + x.sigmoid()) * 2.0)
+    want = cf(x).numpy()  # the capture, eager
+    pid = os.fork()
+    if pid == 0:  # the child: never return into pytest
+        code = 4
+        try:
+            got = [cf(x).numpy() for _ in range(2)]  # replays
+            code = 0 if all(np.allclose(g, want, rtol=1e-12) for g in got) else 3
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status

@@ -23,6 +23,18 @@ TIMEOUT = 1500
 _RUN = {}  # "proc", "out": the running subprocess and its output file
 
 
+def _die_with_parent():
+    """In the child, before exec (Linux): SIGTERM when the test process dies, so a killed or
+    timed-out run (a CI job cancelled) leaves no simulator run behind."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def launch():
     """Start the simulator run (once); conftest.py calls this when the test is selected."""
     if NUMBA_CUDA is None or "proc" in _RUN:
@@ -38,6 +50,7 @@ def launch():
         stdout=out,
         stderr=subprocess.STDOUT,
         text=True,
+        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
     )
 
 
@@ -47,6 +60,15 @@ def stop():
     if proc is not None and proc.poll() is None:
         proc.kill()
         proc.wait()
+    out = _RUN.pop("out", None)
+    if out is not None:
+        out.close()
+
+
+def _output():
+    out = _RUN["out"]
+    out.seek(0)
+    return out.read()
 
 
 @pytest.mark.skipif(
@@ -54,14 +76,15 @@ def stop():
 )
 def test_cuda_folder_passes_under_the_simulator():
     launch()  # (already running unless collection was bypassed)
-    proc, out = _RUN["proc"], _RUN["out"]
+    proc = _RUN["proc"]
     try:
         proc.wait(timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
-        stop()
-        raise
-    out.seek(0)
-    text = out.read()
+        proc.kill()
+        proc.wait()
+        pytest.fail("tests/cuda under the simulator ran past %d s:\n%s"
+                    % (TIMEOUT, _output()[-11000:]))  # fmt: skip
+    text = _output()
     tail = text[-11000:]
     assert proc.returncode == 0, "tests/cuda failed under the simulator:\n" + tail
     summary = text.strip().splitlines()[-1]

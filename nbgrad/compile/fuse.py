@@ -308,6 +308,20 @@ PARALLEL_MIN = 1 << 20  # elements (NOTE [parallel fused kernels] in kernels/bui
 _PAR = [None, None]  # [the process that first ran a parallel kernel, the threading layer]
 
 
+def _after_fork_in_child():
+    """A child forked after the parent started Numba's threading layer (a parallel kernel,
+    ``numba.set_num_threads``, ``numba.get_num_threads``) cannot run OpenMP: GNU OpenMP
+    terminates it.  Such a child runs the plain loop kernels."""
+    from numba.np.ufunc import parallel
+
+    if parallel._is_initialized:
+        _PAR[0] = -1  # (no process has this pid: ``_parallel`` answers False)
+
+
+if hasattr(os, "register_at_fork"):  # (POSIX)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _parallel(n):
     """Whether a region of ``n`` elements runs its parallel kernel: a million elements or
     more, a thread-safe threading layer (workqueue aborts the process when two Python threads
