@@ -38,6 +38,7 @@ import numpy as np
 
 from .. import _flags
 from .._tensor import Tensor
+from ..autograd import inplace as inplace_mod
 from ..autograd.graph import Node
 from ..grad_mode import STATE
 from ..utils.hooks import RemovableHandle
@@ -729,8 +730,6 @@ def start(cap):
     patch(norm, "batch_norm_stats", _call_patch(cap, "batch_norm_stats", norm.batch_norm_stats))
     # nn.functional's in-place activations (``F.elu(x, inplace=True)``, relu6, leaky_relu, ...)
     # write through autograd/inplace.py like Tensor's in-place methods: a call, replayed
-    from ..autograd import inplace as inplace_mod
-
     patch(inplace_mod, "inplace", _call_patch(cap, "inplace", inplace_mod.inplace))
     stack = [Optimizer]
     while stack:

@@ -173,7 +173,7 @@ class Region:
         what a region's inputs and gradient always are)."""
         if not self.cuda:
             return fused_kernel(tag, params, stmts, self.dtype, whole_sum)
-        from ..kernels.cuda import elementwise  # (loaded with the first CUDA op already)
+        from ..kernels.cuda import elementwise  # lazy: numba.cuda (the first CUDA op loaded it)
 
         plan = (tag + "_cuda", tuple(params), tuple(stmts))
         return plan, elementwise.fused_source(plan[1], plan[2], self.dtype)
@@ -182,7 +182,7 @@ class Region:
         """Run a kernel of ``_kernel`` on the operands (arrays of the region's device)."""
         if not self.cuda:
             return _call(kern, arrays)
-        from ..kernels.cuda import elementwise
+        from ..kernels.cuda import elementwise  # lazy: numba.cuda, as above
 
         return elementwise.run(kern[0], kern[1], kern[2], self.dtype, arrays)
 
