@@ -672,17 +672,14 @@ def test_parallel_kernels_only_where_they_are_safe(monkeypatch):
     """Serial below the size threshold, under the workqueue layer (not thread-safe) and in a
     child forked after the parent started OpenMP's threads; the thread count does not
     decide (one thread runs the same chunks in turn)."""
-    import os
     import sys
 
     import numba
 
     fuse_mod = sys.modules["nbgrad.compile.fuse"]
     big = fuse_mod.PARALLEL_MIN
-    layer = fuse_mod._PAR[1]
-    if layer is None:
-        fuse_mod._parallel(big)
-        layer = fuse_mod._PAR[1]
+    fuse_mod._parallel(big)  # (starts the threading layer)
+    layer = fuse_mod._LAYER[0]
     before = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
@@ -690,12 +687,13 @@ def test_parallel_kernels_only_where_they_are_safe(monkeypatch):
     finally:
         numba.set_num_threads(before)
     assert not fuse_mod._parallel(big - 1)
-    monkeypatch.setattr(fuse_mod, "_PAR", [os.getpid(), "omp"])
+    monkeypatch.setattr(fuse_mod, "_LAYER", ["omp"])
     assert fuse_mod._parallel(big)
-    monkeypatch.setattr(fuse_mod, "_PAR", [os.getpid(), "workqueue"])
+    monkeypatch.setattr(fuse_mod, "_LAYER", ["workqueue"])
     assert not fuse_mod._parallel(big)
-    monkeypatch.setattr(fuse_mod, "_PAR", [os.getpid() + 1, "omp"])  # (as in a forked child)
-    assert not fuse_mod._parallel(big)
+    monkeypatch.setattr(fuse_mod, "_LAYER", ["omp"])
+    fuse_mod._after_fork_in_child()  # (what a forked child runs: the layer started here)
+    assert fuse_mod._LAYER == ["forked"] and not fuse_mod._parallel(big)
 
 
 def test_nested_compiled_functions_and_other_threads_are_not_recorded_twice():

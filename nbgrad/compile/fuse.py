@@ -305,7 +305,7 @@ def _flat(arrays, shape):
 
 
 PARALLEL_MIN = 1 << 20  # elements (NOTE [parallel fused kernels] in kernels/build.py)
-_PAR = [None, None]  # [the process that first ran a parallel kernel, the threading layer]
+_LAYER = [None]  # Numba's threading layer once started; "forked": a child forked after that
 
 
 def _after_fork_in_child():
@@ -315,7 +315,7 @@ def _after_fork_in_child():
     from numba.np.ufunc import parallel
 
     if parallel._is_initialized:
-        _PAR[0] = -1  # (no process has this pid: ``_parallel`` answers False)
+        _LAYER[0] = "forked"
 
 
 if hasattr(os, "register_at_fork"):  # (POSIX)
@@ -325,17 +325,17 @@ if hasattr(os, "register_at_fork"):  # (POSIX)
 def _parallel(n):
     """Whether a region of ``n`` elements runs its parallel kernel: a million elements or
     more, a thread-safe threading layer (workqueue aborts the process when two Python threads
-    run parallel kernels, NUMBA-NOTES 3.2), and not in a child forked after this process
-    started OpenMP's threads (GNU OpenMP cannot run there).  Not the thread count: with one
-    thread (``numba.set_num_threads(1)``) the same kernel runs its chunks in turn, so a result
-    does not depend on the thread count (NOTE [parallel fused kernels])."""
+    run parallel kernels, NUMBA-NOTES 3.2), and not in a child forked after its parent started
+    the layer (``_after_fork_in_child``).  Not the thread count: with one thread
+    (``numba.set_num_threads(1)``) the same kernel runs its chunks in turn, so a result does
+    not depend on the thread count (NOTE [parallel fused kernels])."""
     if n < PARALLEL_MIN:
         return False
-    pid = os.getpid()
-    if _PAR[0] is None:
+    layer = _LAYER[0]
+    if layer is None:
         numba.get_num_threads()  # (starts the threading layer)
-        _PAR[0], _PAR[1] = pid, numba.threading_layer()
-    return _PAR[0] == pid and _PAR[1] != "workqueue"
+        layer = _LAYER[0] = numba.threading_layer()
+    return layer != "workqueue" and layer != "forked"
 
 
 def _call(kern, arrays):

@@ -232,19 +232,29 @@ def kernel_source(params, expr, dtype, param_types, cuda=False):
     return "\n".join(lines)
 
 
+def _njit(extra=""):
+    """The decorator line of every generated CPU function: fast-math, numpy's error model,
+    disk-cached; ``extra`` adds options (``", parallel=True"``)."""
+    return "@njit(nogil=True, error_model='numpy', fastmath=set(%r), cache=%s%s)" % (
+        sorted(FASTMATH), _config.USE_DISK_CACHE, extra)  # fmt: skip
+
+
+def _blocks(params):
+    """The operands of a loop-kernel call on the block ``b:b + m`` (``sl``: a scalar stays)."""
+    return ", ".join("sl(%s, b, m)" % p for p in params)
+
+
 def _cpu_module(params, body, ret_type, sig_args):
     """The CPU kernel functions: ``f`` (njit, ``body`` lines), the ufunc ``k`` and the loop
     kernel ``kl`` over it."""
-    fm = "set(%r)" % sorted(FASTMATH)
     plist = ", ".join(params)
     return [
-        "@njit(nogil=True, error_model='numpy', fastmath=%s, cache=%s, inline='always')"
-        % (fm, _config.USE_DISK_CACHE),
+        _njit(", inline='always'"),
         "def f(%s):" % plist,
         *body,
         "",
         "@vectorize(['%s(%s)'], nopython=True, cache=%s, fastmath=%s)"
-        % (ret_type, sig_args, _config.USE_DISK_CACHE, fm),
+        % (ret_type, sig_args, _config.USE_DISK_CACHE, "set(%r)" % sorted(FASTMATH)),
         "def k(%s):" % plist,
         "    return f(%s)" % plist,
         "",
@@ -253,8 +263,7 @@ def _cpu_module(params, body, ret_type, sig_args):
         # over contiguous 1-D buffers (or scalars) does.  Compiled on first use only.
         "from nbgrad.kernels.cpu.vformula import at",
         "",
-        "@njit(nogil=True, error_model='numpy', fastmath=%s, cache=%s)"
-        % (fm, _config.USE_DISK_CACHE),
+        _njit(),
         "def kl(out_, %s):" % plist,
         "    for i in range(out_.size):",
         "        out_[i] = f(%s)" % ", ".join("at(%s, i)" % p for p in params),
@@ -419,19 +428,17 @@ PARALLEL_CHUNK = 65536
 
 def _parallel_loop_kernel(params):
     """``klp(out_, *params)``: ``kl`` over chunks of ``PARALLEL_CHUNK`` under ``prange``."""
-    fm = "set(%r)" % sorted(FASTMATH)
     return [
         "from numba import prange",
         "from nbgrad.kernels.cpu.vformula import sl",
         "",
-        "@njit(nogil=True, error_model='numpy', fastmath=%s, cache=%s, parallel=True)"
-        % (fm, _config.USE_DISK_CACHE),
+        _njit(", parallel=True"),
         "def klp(out_, %s):" % ", ".join(params),
         "    n_ = out_.size",
         "    for c in prange((n_ + %d) // %d):" % (PARALLEL_CHUNK - 1, PARALLEL_CHUNK),
         "        b = c * %d" % PARALLEL_CHUNK,
         "        m = min(%d, n_ - b)" % PARALLEL_CHUNK,
-        "        kl(out_[b : b + m], %s)" % ", ".join("sl(%s, b, m)" % p for p in params),
+        "        kl(out_[b : b + m], %s)" % _blocks(params),
         "",
     ]
 
@@ -443,25 +450,22 @@ def _sum_kernel(params):
     no result array is written.  Computing ``f`` inside the summing loop, or with an offset
     index, kept LLVM from vectorising the transcendentals: 1.3-1.6x slower than ``kl`` and a
     separate sum (docs/performance.md, "nbgrad.compile")."""
-    fm = "set(%r)" % sorted(FASTMATH)
     plist = ", ".join(params)
     return [
         "from nbgrad.kernels.cpu.vformula import sl",
         "from nbgrad.kernels.cpu.reduce import _row_sum",
         "",
-        "@njit(nogil=True, error_model='numpy', fastmath=%s, cache=%s)"
-        % (fm, _config.USE_DISK_CACHE),
+        _njit(),
         "def kr(n_, %s):" % plist,
         "    buf = np.empty(4096, T)",
         "    s = 0.0",
         "    for b in range(0, n_, 4096):",
         "        m = min(4096, n_ - b)",
-        "        kl(buf[:m], %s)" % ", ".join("sl(%s, b, m)" % p for p in params),
+        "        kl(buf[:m], %s)" % _blocks(params),
         "        s += _row_sum(buf, m)",
         "    return s",
         "",
-        "@njit(nogil=True, error_model='numpy', fastmath=%s, cache=%s, parallel=True)"
-        % (fm, _config.USE_DISK_CACHE),
+        _njit(", parallel=True"),
         "def krp(n_, %s):" % plist,
         "    nb = (n_ + 4095) // 4096",
         "    part = np.empty(nb, np.float64)",
@@ -471,7 +475,7 @@ def _sum_kernel(params):
         "        for j in range(c * per, min(nb, c * per + per)):",
         "            b = j * 4096",
         "            m = min(4096, n_ - b)",
-        "            kl(buf[:m], %s)" % ", ".join("sl(%s, b, m)" % p for p in params),
+        "            kl(buf[:m], %s)" % _blocks(params),
         "            part[j] = _row_sum(buf, m)",
         "    s = 0.0",
         "    for j in range(nb):  # block order: the serial kr's additions",
@@ -517,7 +521,6 @@ def tape_interpreter(kinds, dtype):
     ``[(forward expr over x, y), (partial expr for x or None), (partial for y or None)]`` per
     instruction code; code ``len(kinds)`` is a softmax block.  Generated once per set of kinds
     and dtype, disk-cached like every kernel.  Returns ``(function, source)``."""
-    fm = "set(%r)" % sorted(FASTMATH)
 
     def ex(e):
         return typed_expr(select_form(e))
@@ -544,8 +547,7 @@ def tape_interpreter(kinds, dtype):
             "from numba import njit",
             "T = %s" % NP_TYPES[dtype],
             "",
-            "@njit(nogil=True, error_model='numpy', fastmath=%s, cache=%s)"
-            % (fm, _config.USE_DISK_CACHE),
+            _njit(),
             "def p(prog, idx, load, lv, v0, root, nel):",
             "    gl = np.zeros(lv.shape[0], T)",
             "    v = v0.copy()",
